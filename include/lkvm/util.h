@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Small helpers shared by every part of lkvm: logging that never aborts,
+ * overflow-checked arithmetic and the usual array/alignment macros.
+ */
+#ifndef LKVM_UTIL_H
+#define LKVM_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
+#define ALIGN_UP(x, a)		(((x) + ((a) - 1)) & ~((__typeof__(x))(a) - 1))
+#define ALIGN_DOWN(x, a)	((x) & ~((__typeof__(x))(a) - 1))
+#define MIN(a, b)		((a) < (b) ? (a) : (b))
+#define MAX(a, b)		((a) > (b) ? (a) : (b))
+#define KiB			(1024ULL)
+#define MiB			(1024ULL * KiB)
+#define GiB			(1024ULL * MiB)
+
+enum log_level {
+	LOG_ERROR,
+	LOG_WARN,
+	LOG_INFO,
+	LOG_DEBUG,
+};
+
+/* Messages at or below this level are printed; -v raises it, -q lowers it. */
+extern enum log_level log_threshold;
+
+void log_msg(enum log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define pr_err(...)	log_msg(LOG_ERROR, __VA_ARGS__)
+#define pr_warn(...)	log_msg(LOG_WARN, __VA_ARGS__)
+#define pr_info(...)	log_msg(LOG_INFO, __VA_ARGS__)
+#define pr_debug(...)	log_msg(LOG_DEBUG, __VA_ARGS__)
+
+/* Print a warning the first time this call site is reached, never again. */
+#define pr_warn_once(...)						\
+	do {								\
+		static int warned_;					\
+		if (!__atomic_exchange_n(&warned_, 1, __ATOMIC_RELAXED))	\
+			pr_warn(__VA_ARGS__);				\
+	} while (0)
+
+/* true when a + b does not fit; *sum is only meaningful on false */
+static inline bool u64_add_overflows(uint64_t a, uint64_t b, uint64_t *sum)
+{
+	return __builtin_add_overflow(a, b, sum);
+}
+
+/* true when [start, start + len) lies inside [base, base + size) */
+static inline bool range_within(uint64_t start, uint64_t len,
+				uint64_t base, uint64_t size)
+{
+	uint64_t end, limit;
+
+	if (u64_add_overflows(start, len, &end) ||
+	    u64_add_overflows(base, size, &limit))
+		return false;
+	return start >= base && end <= limit;
+}
+
+/* Read a whole file into a malloc'ed buffer; prints the error itself. */
+int read_file(const char *path, const char *what, void **data, size_t *size);
+
+/* Parse an unsigned decimal number; false on junk, sign or overflow. */
+bool parse_u64(const char *s, uint64_t *val);
+
+#endif
