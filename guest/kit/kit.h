@@ -346,12 +346,17 @@ struct acpi_fadt {
 	struct acpi_gas x_pm1b_cnt_blk;
 	struct acpi_gas x_pm2_cnt_blk;
 	struct acpi_gas x_pm_tmr_blk;
+	struct acpi_gas x_gpe0_blk;
+	struct acpi_gas x_gpe1_blk;
+	struct acpi_gas sleep_control;	/* hardware-reduced ACPI */
+	struct acpi_gas sleep_status;
 } __packed;
 
 #define ACPI_FADT_TMR_VAL_EXT	(1u << 8)
 #define ACPI_FADT_HW_REDUCED	(1u << 20)
 #define ACPI_PM1_SCI_EN		(1u << 0)
 #define ACPI_PM1_SLP_EN		(1u << 13)
+#define ACPI_SLEEP_CTL_SLP_EN	(1u << 5)
 
 struct acpi_madt {
 	struct acpi_header hdr;

@@ -1,0 +1,9 @@
+# Guest-kit test tier: boots every guest/kit image under ./lkvm on the host
+# KVM and checks exit statuses and console output (tests/kit/test_kit.py).
+# Debian's python3 on purpose: it is the one with pytest installed.
+
+.PHONY: check-kit
+CHECK_TARGETS += check-kit
+
+check-kit: lkvm guest-kit
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/kit

@@ -1,0 +1,126 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Guest-kit tier: boots each guest/kit image under ./lkvm on the host KVM
+and checks the VMM's exit status and the guest's console output.
+
+Run with: /usr/bin/python3 -m pytest -q tests/kit  (or: make check-kit)
+
+The host KVM may be a software one (every guest instruction emulated), so
+the guests are tiny and every run is bounded twice: by lkvm's --timeout and
+by the subprocess timeout here.
+"""
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LKVM = ROOT / "lkvm"
+KIT = ROOT / "guest" / "kit"
+
+VM_TIMEOUT = 30          # lkvm --timeout for guests that should end alone
+PROC_TIMEOUT = 60        # hard stop for the lkvm process itself
+
+pytestmark = pytest.mark.skipif(
+    not os.access(LKVM, os.X_OK) or not os.access("/dev/kvm", os.R_OK | os.W_OK),
+    reason="needs ./lkvm (make lkvm) and access to /dev/kvm")
+
+
+class Run:
+    def __init__(self, proc, elapsed):
+        self.rc = proc.returncode
+        self.out = proc.stdout.decode(errors="replace")
+        self.err = proc.stderr.decode(errors="replace")
+        self.elapsed = elapsed
+
+    def __str__(self):
+        return (f"exit {self.rc} after {self.elapsed:.2f}s\n"
+                f"--- stdout ---\n{self.out}--- stderr ---\n{self.err}")
+
+
+def lkvm_run(*args, timeout=VM_TIMEOUT):
+    cmd = [str(LKVM), "run", "--timeout", str(timeout), *map(str, args)]
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=PROC_TIMEOUT)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"{' '.join(cmd)} did not end within {PROC_TIMEOUT}s "
+                    f"(its own --timeout {timeout} failed); output so far:\n"
+                    f"{(e.stdout or b'').decode(errors='replace')}")
+    return Run(proc, time.monotonic() - start)
+
+
+def kit(name):
+    path = KIT / name
+    if not path.exists():
+        pytest.fail(f"{path} missing: run make guest-kit")
+    return path
+
+
+@pytest.mark.parametrize("status", [0, 7, 255])
+def test_exit_status(status):
+    r = lkvm_run("-k", kit("exit.elf"), "-p", f"status={status}")
+    assert r.rc == status, r
+    # The serial console goes to lkvm's stdout, not its stderr.
+    assert "hello from the guest kit" in r.out, r
+    assert f"exiting with status {status}" in r.out, r
+
+
+def test_exit_default_status():
+    r = lkvm_run("-k", kit("exit.elf"))
+    assert r.rc == 0, r
+    assert "hello from the guest kit" in r.out, r
+
+
+def test_cmdline_reaches_guest():
+    r = lkvm_run("-k", kit("exit.elf"), "-p", "status=3 marker=kit-xyz")
+    assert r.rc == 3, r
+    assert "marker=kit-xyz" in r.out, r
+
+
+def test_hang_timeout():
+    r = lkvm_run("-k", kit("hang.elf"), timeout=1)
+    assert r.rc == 124, r
+    assert "hanging" in r.out, r
+    assert 0.8 <= r.elapsed < 5, r
+
+
+def test_poweroff():
+    r = lkvm_run("-k", kit("poweroff.elf"))
+    assert r.rc == 0, r
+    assert "powering off" in r.out, r
+    assert "FAIL" not in r.out, r
+
+
+@pytest.mark.parametrize("cpus", [1, 2, 4])
+def test_smp(cpus):
+    r = lkvm_run("-k", kit("smp.elf"), "-c", cpus, "-p", f"cpus={cpus}")
+    assert r.rc == 0, r
+    assert "PASS: smp" in r.out, r
+    assert f"{cpus} cpus up" in r.out, r
+    lines = [l for l in r.out.splitlines() if l.startswith("cpu ")]
+    assert len(lines) == cpus, r
+
+
+@pytest.mark.parametrize("mem", [64, 256, 4200])
+@pytest.mark.parametrize("cpus", [1, 3])
+def test_tables(cpus, mem):
+    r = lkvm_run("-k", kit("tables.elf"), "-c", cpus, "-m", mem,
+                 "-p", f"cpus={cpus} mem={mem}")
+    assert r.rc == 0, r
+    assert "PASS: tables" in r.out, r
+
+
+def test_rtc():
+    r = lkvm_run("-k", kit("rtc.elf"), "-p", f"now={int(time.time())}")
+    assert r.rc == 0, r
+    assert "PASS: rtc" in r.out, r
+
+
+def test_firmware_reset_vector():
+    r = lkvm_run("-f", kit("firmware.bin"))
+    assert r.rc == 0x42, r
+    assert "firmware ok" in r.out, r
