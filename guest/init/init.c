@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /init for Linux guests of lkvm: the whole user space a test guest needs
+ * before its one command runs, and the code that turns that command's exit
+ * status into lkvm's exit status.
+ *
+ * Boot sequence:
+ *  1. mount proc, sysfs, devtmpfs (+ devpts), tmpfs on /tmp and /run;
+ *  2. load the modules listed in /etc/lkvm/modules, one path per line in
+ *     dependency order, optionally followed by module parameters;
+ *  3. run the command: lkvm.run= from the kernel command line, else
+ *     /etc/lkvm/run, else /bin/sh, on the console as its controlling tty;
+ *  4. end the VM with the command's status.
+ *
+ * lkvm.run=PROG,ARG,...  splits into argv at commas (and at spaces when the
+ * value is double-quoted, which the kernel allows: lkvm.run="a b"); %XX
+ * stands for the byte with hex value XX, so %2C is a comma and %20 a space.
+ *
+ * lkvm.status=auto (default): status 0 powers the VM off (ACPI S5, lkvm
+ *   exits 0), any other status is written to the debug-exit port 0x501,
+ *   which makes lkvm exit with it.
+ * lkvm.status=port: always write the status to the port.
+ * lkvm.status=poweroff: always power off; the status is only printed.
+ * A command killed by signal S has status 128 + S; one that cannot be
+ * started has status 127. lkvm itself uses 1-4 and 124 for its own
+ * outcomes, so tests should pick other statuses.
+ *
+ * Like busybox init, SIGUSR1 and SIGUSR2 to PID 1 (busybox halt, poweroff)
+ * power the VM off at once and SIGTERM (busybox reboot) reboots it, which
+ * lkvm reports as exit status 3.
+ *
+ * lkvm.verbose makes init say what it does; otherwise it prints only errors,
+ * because every console byte is an exit to the VMM.
+ *
+ * PID 1 must never exit (the kernel panics), so every path ends in the
+ * power-off/port code and, if both fail, sleeps forever.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/io.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define DEBUG_EXIT_PORT	0x501
+#define CMDLINE_MAX	4096
+#define MAX_ARGS	64
+
+enum status_mode { STATUS_AUTO, STATUS_PORT, STATUS_POWEROFF };
+
+static bool verbose;
+static volatile sig_atomic_t requested;	/* RB_* from a signal, or 0 */
+
+static void msg(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("lkvm-init: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+#define info(...) do { if (verbose) msg(__VA_ARGS__); } while (0)
+
+static void do_mount(const char *src, const char *dir, const char *type,
+		     unsigned long flags, const char *data)
+{
+	/* Mount points may be missing on a root other than our initramfs. */
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		info("mkdir %s: %s", dir, strerror(errno));
+	if (mount(src, dir, type, flags, data) && errno != EBUSY)
+		msg("mount %s on %s: %s", type, dir, strerror(errno));
+}
+
+static void mount_all(void)
+{
+	const unsigned long nodev = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+
+	do_mount("proc", "/proc", "proc", nodev, NULL);
+	do_mount("sysfs", "/sys", "sysfs", nodev, NULL);
+	do_mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755");
+	do_mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		 "gid=5,mode=620,ptmxmode=666");
+	do_mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, NULL);
+	do_mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+	do_mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755");
+}
+
+/*
+ * The kernel gives init /dev/console as stdio only if the root file system
+ * has that node; an initramfs built without it leaves us with no fds until
+ * devtmpfs is up.
+ */
+static void console_stdio(void)
+{
+	int fd;
+
+	if (fcntl(0, F_GETFD) >= 0 && fcntl(1, F_GETFD) >= 0 &&
+	    fcntl(2, F_GETFD) >= 0)
+		return;
+	fd = open("/dev/console", O_RDWR | O_NOCTTY);
+	if (fd < 0)
+		return;
+	dup2(fd, 0);
+	dup2(fd, 1);
+	dup2(fd, 2);
+	if (fd > 2)
+		close(fd);
+}
+
+static int load_module(const char *path, const char *params)
+{
+	struct stat st;
+	void *buf;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ret = syscall(SYS_finit_module, fd, params, 0);
+	if (ret && errno == ENOSYS && !fstat(fd, &st)) {
+		/* Kernels before 3.8 only take the module as a buffer. */
+		buf = malloc(st.st_size);
+		if (buf && read(fd, buf, st.st_size) == st.st_size)
+			ret = syscall(SYS_init_module, buf, st.st_size, params);
+		free(buf);
+	}
+	close(fd);
+	return ret;
+}
+
+static void load_modules(const char *list)
+{
+	char line[1024];
+	FILE *f;
+
+	f = fopen(list, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *path = line, *params, *end;
+
+		path += strspn(path, " \t");
+		end = path + strcspn(path, "\r\n");
+		*end = '\0';
+		if (!*path || *path == '#')
+			continue;
+		params = path + strcspn(path, " \t");
+		if (*params) {
+			*params++ = '\0';
+			params += strspn(params, " \t");
+		}
+		if (load_module(path, params) && errno != EEXIST)
+			msg("module %s: %s", path, strerror(errno));
+		else
+			info("loaded %s", path);
+	}
+	fclose(f);
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * Split a lkvm.run= value into argv in place: separators end an argument,
+ * %XX decodes afterwards so that an escaped comma stays inside one.
+ */
+static int split_args(char *val, char **argv, int max)
+{
+	int argc = 0;
+	char *tok;
+
+	for (tok = strtok(val, ", \t"); tok && argc < max - 1;
+	     tok = strtok(NULL, ", \t")) {
+		char *r = tok, *w = tok;
+
+		while (*r) {
+			if (r[0] == '%' && hexval(r[1]) >= 0 &&
+			    hexval(r[2]) >= 0) {
+				*w++ = hexval(r[1]) << 4 | hexval(r[2]);
+				r += 3;
+			} else {
+				*w++ = *r++;
+			}
+		}
+		*w = '\0';
+		argv[argc++] = tok;
+	}
+	argv[argc] = NULL;
+	return argc;
+}
+
+/*
+ * Walk the kernel command line the way the kernel does: words separated by
+ * spaces, double quotes group. Returns the value of the last key= or, for a
+ * bare key, an empty string; NULL if absent. The result lives in buf.
+ */
+static char *cmdline_get(const char *cmdline, const char *key, char *buf,
+			 size_t size)
+{
+	size_t klen = strlen(key);
+	const char *p = cmdline;
+	char *found = NULL;
+
+	while (*p) {
+		char word[CMDLINE_MAX];
+		size_t n = 0;
+		bool quoted = false;
+
+		while (*p == ' ' || *p == '\t' || *p == '\n')
+			p++;
+		if (!*p)
+			break;
+		while (*p && (quoted || (*p != ' ' && *p != '\t' &&
+					 *p != '\n'))) {
+			if (*p == '"')
+				quoted = !quoted;
+			else if (n < sizeof(word) - 1)
+				word[n++] = *p;
+			p++;
+		}
+		word[n] = '\0';
+		if (!strncmp(word, key, klen) &&
+		    (word[klen] == '=' || word[klen] == '\0')) {
+			snprintf(buf, size, "%s",
+				 word[klen] ? word + klen + 1 : "");
+			found = buf;
+		}
+		/* The kernel hands everything after "--" to init. */
+		if (!strcmp(word, "--"))
+			break;
+	}
+	return found;
+}
+
+static void read_cmdline(char *buf, size_t size)
+{
+	ssize_t n = 0;
+	int fd;
+
+	fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, size - 1);
+		close(fd);
+	}
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+/*
+ * /dev/console cannot be a controlling terminal, and shells without one
+ * turn job control and ^C off; open the tty it stands for instead.
+ */
+static void take_console(void)
+{
+	char name[64] = "", path[80];
+	char *last;
+	int fd;
+	FILE *f;
+
+	setsid();
+	f = fopen("/sys/class/tty/console/active", "re");
+	if (f) {
+		if (!fgets(name, sizeof(name), f))
+			name[0] = '\0';
+		fclose(f);
+	}
+	name[strcspn(name, "\n")] = '\0';
+	/* The last entry is the one /dev/console writes to. */
+	last = strrchr(name, ' ');
+	last = last ? last + 1 : name;
+	snprintf(path, sizeof(path), "/dev/%s", *last ? last : "console");
+	fd = open(path, O_RDWR);
+	if (fd < 0)
+		fd = open("/dev/console", O_RDWR);
+	if (fd < 0)
+		return;
+	ioctl(fd, TIOCSCTTY, 1);
+	dup2(fd, 0);
+	dup2(fd, 1);
+	dup2(fd, 2);
+	if (fd > 2)
+		close(fd);
+}
+
+static void setup_env(void)
+{
+	/*
+	 * The kernel sets HOME=/ and TERM=linux unless its command line says
+	 * otherwise; a shell is happier in a home of its own.
+	 */
+	setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
+		       "/sbin:/bin", 1);
+	setenv("HOME", "/root", 1);
+	setenv("TERM", "linux", 0);
+	setenv("SHELL", "/bin/sh", 0);
+	setenv("USER", "root", 0);
+	if (access("/root", F_OK))
+		mkdir("/root", 0700);
+	if (chdir(getenv("HOME")))
+		chdir("/");
+}
+
+static void on_signal(int sig)
+{
+	requested = sig == SIGTERM ? RB_AUTOBOOT : RB_POWER_OFF;
+}
+
+static int run(char **argv)
+{
+	sigset_t all;
+	pid_t pid, w;
+	int status;
+
+	pid = fork();
+	if (pid < 0) {
+		msg("fork: %s", strerror(errno));
+		return 127;
+	}
+	if (!pid) {
+		/* Ignored signals would stay ignored across exec. */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		take_console();
+		execvp(argv[0], argv);
+		msg("cannot run %s: %s", argv[0], strerror(errno));
+		_exit(127);
+	}
+	/* As PID 1 we also inherit every orphan; reap them on the way. */
+	for (;;) {
+		w = wait(&status);
+		if (w == pid || requested)
+			break;
+		if (w < 0 && errno != EINTR) {
+			msg("wait: %s", strerror(errno));
+			return 127;
+		}
+	}
+	if (requested)
+		return 0;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 127;
+}
+
+static void kill_all(void)
+{
+	kill(-1, SIGTERM);
+	usleep(20000);
+	kill(-1, SIGKILL);
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+static void debug_exit(int status)
+{
+	if (ioperm(DEBUG_EXIT_PORT, 1, 1)) {
+		msg("ioperm: %s", strerror(errno));
+		return;
+	}
+	outb(status & 0xff, DEBUG_EXIT_PORT);
+}
+
+static __attribute__((noreturn)) void end_vm(int status,
+					      enum status_mode mode)
+{
+	kill_all();
+	sync();
+	if (requested) {
+		reboot(requested);
+	} else if (mode == STATUS_PORT || (mode == STATUS_AUTO && status)) {
+		debug_exit(status);
+	}
+	/*
+	 * Also the fallback for a VMM without the debug-exit device: a port
+	 * write that did not stop the VM goes on here.
+	 */
+	reboot(RB_POWER_OFF);
+	msg("power off: %s", strerror(errno));
+	for (;;)
+		pause();
+}
+
+int main(void)
+{
+	static char cmdline[CMDLINE_MAX], val[CMDLINE_MAX];
+	char *args[MAX_ARGS] = { "/bin/sh", NULL };
+	enum status_mode mode = STATUS_AUTO;
+	int status;
+
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	/* ^C on the console belongs to the command, not to us. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	mount_all();
+	console_stdio();
+	setvbuf(stderr, NULL, _IOLBF, 0);
+	read_cmdline(cmdline, sizeof(cmdline));
+	verbose = cmdline_get(cmdline, "lkvm.verbose", val, sizeof(val));
+
+	if (cmdline_get(cmdline, "lkvm.status", val, sizeof(val))) {
+		if (!strcmp(val, "port"))
+			mode = STATUS_PORT;
+		else if (!strcmp(val, "poweroff"))
+			mode = STATUS_POWEROFF;
+		else if (strcmp(val, "auto"))
+			msg("unknown lkvm.status=%s, using auto", val);
+	}
+
+	load_modules("/etc/lkvm/modules");
+	setup_env();
+
+	if (cmdline_get(cmdline, "lkvm.run", val, sizeof(val)) && *val) {
+		if (!split_args(val, args, MAX_ARGS))
+			args[0] = "/bin/sh";
+	} else if (!access("/etc/lkvm/run", X_OK)) {
+		args[0] = "/etc/lkvm/run";
+	}
+
+	info("running %s", args[0]);
+	status = run(args);
+	if (status || verbose)
+		msg("%s exited with status %d", args[0], status);
+	end_vm(status, mode);
+}

@@ -1,0 +1,17 @@
+"""pytest glue for the nested tier: print the measured boot times."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def pytest_terminal_summary(terminalreporter):
+    lines = []
+    for mod in ("test_boot", "test_init"):
+        m = sys.modules.get(mod)
+        lines += getattr(m, "TIMINGS", [])
+    if lines:
+        terminalreporter.section("nested timings")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -1,0 +1,10 @@
+# Tier 3: real Debian kernels booted by lkvm inside a QEMU TCG guest with a
+# nested (emulated AMD SVM) /dev/kvm. See tests/nested/nested.py. Slow
+# (a few minutes, both cores): one L1 boot runs the whole L2 matrix.
+.PHONY: check-nested
+check-nested:
+	scripts/fetch-kernel.sh generic cloud >/dev/null
+	$(MAKE) --no-print-directory lkvm.static guest/init/init
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/nested
+
+CHECK_TARGETS += check-nested

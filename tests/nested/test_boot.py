@@ -1,0 +1,137 @@
+"""Boot Debian kernels under lkvm, nested in one QEMU TCG L1 guest.
+
+The matrix: {generic, cloud} kernel x {1, 2} vCPUs x {bzImage, PVH vmlinux},
+eight L2 boots in a single L1 run (shared by every test here through a
+module-scope fixture). Each L2 guest runs tests/nested/check.sh under
+guest/init and ends with a status: half of the boots power off (lkvm must
+exit 0), the other half report 42 through the debug-exit port (lkvm must
+exit 42); every flavour, format and vCPU count sees both.
+
+Per boot: lkvm's exit code, the CPU count, MemTotal against -m, no ACPI
+errors, no XSAVE/CPUID consistency warnings, no kernel WARN/BUG, the right
+kernel; the boot time is recorded (printed in pytest's summary).
+
+Environment: LKVM_NESTED_WORK keeps the L1 image and console log in a
+directory of your choice; LKVM_NESTED_JOB_TIMEOUT bounds each L2 boot.
+"""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nested  # noqa: E402
+
+FLAVOURS = ("generic", "cloud")
+CPUS = (1, 2)
+FORMATS = ("bzimage", "vmlinux")
+MEM_MIB = 256
+STATUS = 42
+JOB_TIMEOUT = int(os.environ.get("LKVM_NESTED_JOB_TIMEOUT", "60"))
+
+# Below -m, the kernel keeps its image, page structures and firmware
+# reservations out of MemTotal: ~50 MiB for Debian's generic kernel at
+# 256 MiB under QEMU. More missing than this means lost RAM.
+MEM_SLACK_MIB = 64
+
+
+def _combos():
+    for flavour in FLAVOURS:
+        for cpus in CPUS:
+            for fmt in FORMATS:
+                status = STATUS if (cpus == 2) != (fmt == "vmlinux") else 0
+                name = "%s-%s-c%d" % (flavour, fmt, cpus)
+                yield name, flavour, cpus, fmt, status
+
+
+COMBOS = list(_combos())
+
+# Read by conftest.py for the timing summary.
+TIMINGS = []
+
+
+def _l2_job(name, flavour, cpus, fmt, status):
+    kernel = "/l2/%s/%s" % (flavour, "bzImage" if fmt == "bzimage"
+                            else "vmlinux")
+    params = "console=ttyS0 quiet panic=-1 lkvm.run=/check.sh,%d" % status
+    argv = ["lkvm", "run", "-k", kernel, "-i", "/l2/%s/initrd" % flavour,
+            "-m", str(MEM_MIB), "-c", str(cpus), "--name", name,
+            "--timeout", str(JOB_TIMEOUT), "-p", params]
+    # The shell's bound is later than lkvm's, so that lkvm's own --timeout
+    # (exit 124) is what normally fires.
+    return nested.Job(name, argv, timeout=JOB_TIMEOUT + 15)
+
+
+@pytest.fixture(scope="module")
+def l1(tmp_path_factory):
+    work = os.environ.get("LKVM_NESTED_WORK") or str(
+        tmp_path_factory.mktemp("nested"))
+    os.makedirs(work, exist_ok=True)
+    if not os.path.exists(nested.LKVM_STATIC):
+        pytest.fail("%s is missing: run 'make lkvm.static'" %
+                    nested.LKVM_STATIC)
+    kernels = nested.fetch_kernels(FLAVOURS)
+    files = {}
+    for f in FLAVOURS:
+        files["/l2/%s/bzImage" % f] = kernels[f]["bzimage"]
+        files["/l2/%s/vmlinux" % f] = kernels[f]["vmlinux"]
+        files["/l2/%s/initrd" % f] = nested.build_l2_initramfs(
+            os.path.join(work, "l2-%s.gz" % f), kernels[f])
+    jobs = [nested.Job("probe", ["lkvm", "probe"], timeout=20)]
+    jobs += [_l2_job(*c) for c in COMBOS]
+    res = nested.run_l1(jobs, files, l1_kernel=kernels["generic"],
+                        workdir=work)
+    res.kernels = kernels
+    res.workdir = work
+    TIMINGS.append("nested: L1 %s in %.1f s on the host (L1 init at %s s);"
+                   " console log %s/console.log" % (
+                       "completed" if res.completed else "FAILED",
+                       res.elapsed, res.l1.get("boot_time"), work))
+    for name, *_ in COMBOS:
+        j = res.jobs.get(name)
+        if j:
+            TIMINGS.append("nested: %-20s exit=%s  %s s in L1, guest"
+                           " uptime at check %s s" % (
+                               name, j.exit, j.time, j.facts.get("uptime")))
+    return res
+
+
+def test_l1_boots_with_kvm(l1):
+    assert l1.l1.get("kvm") == "1", l1.describe()
+    assert not l1.timed_out, l1.describe()
+    assert l1.completed, l1.describe()
+
+
+def test_probe_says_accelerated(l1):
+    j = l1.jobs.get("probe")
+    assert j is not None and j.exit is not None, l1.describe()
+    assert j.exit == 0, "lkvm probe in L1 (nested SVM):\n" + j.tail()
+
+
+@pytest.mark.parametrize("name,flavour,cpus,fmt,status", COMBOS,
+                         ids=[c[0] for c in COMBOS])
+def test_l2_boot(l1, name, flavour, cpus, fmt, status):
+    j = l1.jobs.get(name)
+    if j is None or j.exit is None:
+        pytest.fail("L2 boot %s did not %s.\n%s" % (
+            name, "start" if j is None else "finish", l1.describe()))
+    where = "\n--- %s console (exit %s, %s s) ---\n%s" % (
+        name, j.exit, j.time, j.tail())
+    assert j.facts.get("done") == "1", "check.sh did not finish" + where
+    assert j.exit == status, "lkvm exit code" + where
+
+    facts = j.facts
+    assert facts["kernel"] == l1.kernels[flavour]["version"], where
+    assert int(facts["cpus"]) == cpus, "CPUs in /proc/cpuinfo" + where
+    assert facts["cpus_online"] == ("0" if cpus == 1 else "0-%d" % (
+        cpus - 1)), where
+    mem_kib = int(facts["memtotal_kb"])
+    assert (MEM_MIB - MEM_SLACK_MIB) * 1024 < mem_kib <= MEM_MIB * 1024, \
+        "MemTotal %d KiB for -m %d" % (mem_kib, MEM_MIB) + where
+    dmesg = "\n".join(j.dmesg)
+    assert facts["acpi_errors"] == "0", "ACPI errors:\n" + dmesg + where
+    assert facts["cpuid_warnings"] == "0", \
+        "XSAVE/CPUID warnings:\n" + dmesg + where
+    assert facts["kernel_warnings"] == "0", \
+        "kernel warnings:\n" + dmesg + where

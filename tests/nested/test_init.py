@@ -1,0 +1,57 @@
+"""guest/init, mkinitramfs and check.sh on their own, without lkvm.
+
+A Debian cloud kernel boots the L2 initramfs directly under QEMU TCG (no
+nesting, a few seconds each), with QEMU's isa-debug-exit on port 0x501, so
+that the two ways init ends a VM are checked independently of lkvm: a
+non-zero status goes out through the port (QEMU exits with status*2+1),
+status 0 powers off through ACPI (QEMU exits 0).
+"""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nested  # noqa: E402
+
+TIMINGS = []
+
+
+@pytest.fixture(scope="module")
+def guest(tmp_path_factory):
+    work = str(tmp_path_factory.mktemp("init"))
+    kernel = nested.fetch_kernels(["cloud"])["cloud"]
+    initrd = nested.build_l2_initramfs(os.path.join(work, "l2.gz"), kernel)
+    return kernel, initrd
+
+
+def _boot(guest, args, cpus=2, mem=256):
+    kernel, initrd = guest
+    res = nested.boot_l1(
+        kernel["bzimage"], initrd, timeout=120, mem=mem, cpus=cpus,
+        append="lkvm.run=" + args,
+        qemu_args=["-device", "isa-debug-exit,iobase=0x501,iosize=1"])
+    TIMINGS.append("init: lkvm.run=%s: QEMU exit %s in %.1f s" % (
+        args, res.returncode, res.elapsed))
+    assert not res.timed_out, res.describe()
+    return res
+
+
+@pytest.mark.parametrize("status", [42, 0])
+def test_status_ends_vm(guest, status):
+    res = _boot(guest, "/check.sh,%d" % status)
+    assert res.facts.get("done") == "1", res.describe()
+    assert res.returncode == (status * 2 + 1 if status else 0), \
+        res.describe()
+    assert res.facts["kernel"] == guest[0]["version"]
+    assert res.facts["cpus"] == "2"
+    # init loaded the virtio set (11 modules with their dependencies).
+    assert int(res.facts["modules"]) >= 9, res.describe()
+
+
+def test_run_splits_and_escapes(guest):
+    res = _boot(guest, "/bin/sh,-c,echo%20@@FACT%20arg=[$0]%2C[$1];exit%207,"
+                "a%2Cb,c%25d", cpus=1)
+    assert res.facts.get("arg") == "[a,b],[c%d]", res.describe()
+    assert res.returncode == 7 * 2 + 1, res.describe()
