@@ -71,6 +71,9 @@ int kit_ap_start(uint32_t apic_id, kit_ap_fn fn, unsigned int idx, void *arg,
 	if (apic_id > 0xff)
 		return -1;	/* xAPIC ICR cannot address it */
 	if (!copied) {
+		/* It must fit the page below lkvm's boot page tables. */
+		if (kit_trampoline_end - kit_trampoline_start > 4096)
+			return -1;
 		memcpy(kit_phys(KIT_TRAMPOLINE_ADDR), kit_trampoline_start,
 		       kit_trampoline_end - kit_trampoline_start);
 		copied = true;

@@ -534,18 +534,17 @@ void *kit_zalloc(size_t size)
 	return p;
 }
 
-void kit_free(void *p)
+bool kit_free_checked(void *p)
 {
 	struct block *b = (struct block *)p - 1, **pp, *prev = NULL;
 
 	if (!p)
-		return;
-	if ((uintptr_t)b < heap_start || (uintptr_t)p >= heap_end ||
+		return true;
+	/* Check the range before touching the header at all. */
+	if ((uintptr_t)p < heap_start + sizeof(*b) || (uintptr_t)p >= heap_end ||
 	    ((uintptr_t)p & (HEAP_ALIGN - 1)) || b->magic != MAGIC_USED ||
-	    b->size > heap_end - (uintptr_t)b) {
-		kit_fail("heap: bad free of %p", p);
-		return;
-	}
+	    b->size > heap_end - (uintptr_t)b)
+		return false;
 	b->magic = MAGIC_FREE;
 	for (pp = &free_list; *pp && *pp < b; pp = &(*pp)->next)
 		prev = *pp;
@@ -559,6 +558,13 @@ void kit_free(void *p)
 		prev->size += b->size;
 		prev->next = b->next;
 	}
+	return true;
+}
+
+void kit_free(void *p)
+{
+	if (!kit_free_checked(p))
+		kit_fail("heap: bad free of %p", p);
 }
 
 size_t kit_heap_free_bytes(void)

@@ -235,6 +235,8 @@ void kit_fail(const char *fmt, ...) __printf(1, 2);
 void *kit_malloc(size_t size);
 void *kit_zalloc(size_t size);
 void kit_free(void *p);
+/* kit_free without the failure report: false if p was not a live block. */
+bool kit_free_checked(void *p);
 /* Free bytes left in the heap (for tests of the heap itself). */
 size_t kit_heap_free_bytes(void);
 

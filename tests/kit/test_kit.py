@@ -124,3 +124,11 @@ def test_firmware_reset_vector():
     r = lkvm_run("-f", kit("firmware.bin"))
     assert r.rc == 0x42, r
     assert "firmware ok" in r.out, r
+
+
+def test_kit_selftest():
+    # The kit's own runtime: if this fails, distrust the other results.
+    r = lkvm_run("-k", kit("selftest.elf"), "-p",
+                 "alpha=1 beta=0x10 gamma word=hello")
+    assert r.rc == 0, r
+    assert "PASS: selftest" in r.out, r
