@@ -147,6 +147,11 @@ static int aml_integer(const uint8_t *p, const uint8_t *end, uint64_t *v)
 			return 0;
 		*v = p[1] | p[2] << 8;
 		return 3;
+	case 0x0c:			/* DWordPrefix */
+		if (p + 5 > end)
+			return 0;
+		*v = p[1] | p[2] << 8 | p[3] << 16 | (uint64_t)p[4] << 24;
+		return 5;
 	default:
 		return 0;
 	}
