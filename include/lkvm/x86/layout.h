@@ -16,12 +16,17 @@
 #define X86_BOOT_STACK		0x0001f000ULL
 #define X86_CMDLINE_ADDR	0x00020000ULL
 #define X86_CMDLINE_MAX		0x00010000ULL
-#define X86_EBDA_ADDR		0x0009fc00ULL	/* MP floating pointer + MP table */
+#define X86_EBDA_ADDR		0x0009fc00ULL	/* reserved, left empty */
 #define X86_LOW_RAM_END		0x000a0000ULL	/* 640 KiB; VGA + BIOS area above */
 
-/* The BIOS area, where ACPI tables go so that scanning kernels find the RSDP. */
+/*
+ * The BIOS area: ACPI tables (RSDP first, where scanning kernels look) and
+ * the MP table (its floating pointer in the F segment, as the MP spec allows).
+ */
 #define X86_ACPI_ADDR		0x000e0000ULL
-#define X86_ACPI_SIZE		0x00020000ULL
+#define X86_ACPI_SIZE		0x00010000ULL
+#define X86_MPTABLE_ADDR	0x000f0000ULL
+#define X86_MPTABLE_SIZE	0x00010000ULL
 #define X86_BIOS_END		0x00100000ULL
 
 #define X86_KERNEL_ADDR		0x00100000ULL	/* protected-mode kernel */

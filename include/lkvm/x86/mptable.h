@@ -13,7 +13,12 @@
 /*
  * Fill buf (size bytes, to be copied to guest-physical `base`) with the
  * floating pointer followed by the configuration table. Returns the number
- * of bytes used, or -1 if it does not fit.
+ * of bytes used, or -1 if it does not fit (or nr_cpus is 0 or above
+ * ACPI_MAX_CPUS, or base is not 16-byte aligned below 4 GiB).
+ *
+ * It takes 220 + 20 * nr_cpus bytes: the 1 KiB at X86_EBDA_ADDR holds it for
+ * up to 40 vCPUs. vCPU n has APIC id n (the BSP is 0); the IOAPIC's id is
+ * x86_ioapic_id(nr_cpus) from acpi.h; PCI is bus 0 and ISA bus 1.
  */
 long mptable_build(void *buf, size_t size, uint64_t base, unsigned int nr_cpus);
 

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * `lkvm run` options, spelled as kvmtool spells them. Every check that
+ * needs no KVM happens here, so a bad option or a missing file gets its
+ * one-line error before anything is created.
+ */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lkvm/cli.h"
+#include "lkvm/util.h"
+
+enum {
+	OPT_NAME = 0x100,
+	OPT_CONSOLE,
+	OPT_TIMEOUT,
+	OPT_STATS,
+	OPT_REBOOT,
+};
+
+static const struct option run_options[] = {
+	{ "kernel",	required_argument, NULL, 'k' },
+	{ "initrd",	required_argument, NULL, 'i' },
+	{ "params",	required_argument, NULL, 'p' },
+	{ "mem",	required_argument, NULL, 'm' },
+	{ "cpus",	required_argument, NULL, 'c' },
+	{ "firmware",	required_argument, NULL, 'f' },
+	{ "name",	required_argument, NULL, OPT_NAME },
+	{ "console",	required_argument, NULL, OPT_CONSOLE },
+	{ "timeout",	required_argument, NULL, OPT_TIMEOUT },
+	{ "stats",	required_argument, NULL, OPT_STATS },
+	{ "verbose",	no_argument,	   NULL, 'v' },
+	{ "quiet",	no_argument,	   NULL, 'q' },
+	{ "help",	no_argument,	   NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+void cli_usage_run(void)
+{
+	printf(
+"usage: lkvm run [options]\n"
+"\n"
+"Boot a guest: a Linux bzImage, an ELF kernel with a PVH entry (vmlinux),\n"
+"or raw firmware. With neither -k nor -f, boot the default guest (see\n"
+"scripts/default-guest.sh).\n"
+"\n"
+"  -k, --kernel FILE     kernel: bzImage or ELF vmlinux (PVH entry)\n"
+"  -i, --initrd FILE     initial ramdisk\n"
+"  -p, --params STRING   kernel command line (default: \"console=ttyS0\")\n"
+"  -m, --mem MiB         guest RAM in MiB (default %d, at least %d)\n"
+"  -c, --cpus N          number of vCPUs (default 1, at most %d)\n"
+"  -f, --firmware FILE   raw firmware image (<= 256 KiB, multiple of 4 KiB),\n"
+"                        mapped to end at 1 MiB and 4 GiB; starts at the\n"
+"                        reset vector in real mode\n"
+"      --name NAME       a name for the VM\n"
+"      --console serial  console device (the 8250 UART on COM1, ttyS0)\n"
+"      --timeout SECONDS stop the guest after SECONDS and exit 124\n"
+"      --stats FILE      write run statistics as JSON to FILE (- = stderr)\n"
+"  -v, --verbose         more messages (repeat for debug)\n"
+"  -q, --quiet           errors only\n"
+"  -h, --help            this text\n"
+"\n"
+"The console is the terminal (raw mode; Ctrl-a x quits, Ctrl-a Ctrl-a sends\n"
+"Ctrl-a) or, when stdin is not a terminal, stdin/stdout as they are.\n"
+"\n"
+"Exit status:\n"
+"  0     the guest powered off (ACPI S5), or quit with Ctrl-a x\n"
+"  N     the guest wrote byte N to the debug-exit port 0x%x\n"
+"  1     lkvm error: bad option, missing or invalid file, KVM failure\n"
+"  2     the guest crashed: triple fault or KVM emulation failure\n"
+"  3     the guest asked to reboot\n"
+"  4     the guest panicked (reported through pvpanic, port 0x505)\n"
+"  124   --timeout expired\n"
+"  128+N lkvm was stopped by signal N\n",
+	DEFAULT_MEM_MIB, MIN_MEM_MIB, LKVM_MAX_CPUS, 0x501);
+}
+
+static int parse_bounded(const char *opt, const char *arg, uint64_t min,
+			 uint64_t max, uint64_t *val)
+{
+	if (!parse_u64(arg, val) || *val < min || *val > max) {
+		pr_err("%s '%s': expected a whole number from %llu to %llu",
+		       opt, arg, (unsigned long long)min,
+		       (unsigned long long)max);
+		return -1;
+	}
+	return 0;
+}
+
+static int check_readable(const char *path, const char *what)
+{
+	if (access(path, R_OK) == 0)
+		return 0;
+	pr_err("cannot read %s '%s': %m", what, path);
+	return -1;
+}
+
+/* The default guest: kernel, initrd and cmdline files in one folder. */
+static const char *default_guest_dir(void)
+{
+	static char dir[PATH_MAX];
+	const char *env = getenv("LKVM_DEFAULT_GUEST");
+
+	if (env && *env)
+		return env;
+	env = getenv("XDG_CACHE_HOME");
+	if (env && *env)
+		snprintf(dir, sizeof(dir), "%s/lkvm/default", env);
+	else
+		snprintf(dir, sizeof(dir), "%s/.cache/lkvm/default",
+			 getenv("HOME") ? getenv("HOME") : "/root");
+	return dir;
+}
+
+static int use_default_guest(struct vm_config *cfg)
+{
+	static char kernel[PATH_MAX], initrd[PATH_MAX], params[4096];
+	const char *dir = default_guest_dir();
+	char path[PATH_MAX];
+	FILE *f;
+
+	if (strlen(dir) > PATH_MAX - 16) {
+		pr_err("default guest folder name is too long");
+		return -1;
+	}
+	snprintf(kernel, sizeof(kernel), "%.*s/kernel", PATH_MAX - 16, dir);
+	snprintf(initrd, sizeof(initrd), "%.*s/initrd", PATH_MAX - 16, dir);
+	snprintf(path, sizeof(path), "%.*s/cmdline", PATH_MAX - 16, dir);
+	if (access(kernel, R_OK)) {
+		pr_err("no kernel given (-k) and no default guest in %s: run scripts/default-guest.sh or pass -k",
+		       dir);
+		return -1;
+	}
+	cfg->kernel = kernel;
+	if (!access(initrd, R_OK))
+		cfg->initrd = initrd;
+	f = fopen(path, "r");
+	if (f) {
+		if (fgets(params, sizeof(params), f)) {
+			params[strcspn(params, "\n")] = '\0';
+			cfg->params = params;
+		}
+		fclose(f);
+	}
+	cfg->default_guest = true;
+	return 0;
+}
+
+static int parse_option(int opt, struct vm_config *cfg)
+{
+	uint64_t v;
+
+	switch (opt) {
+	case 'k': cfg->kernel = optarg; return 0;
+	case 'i': cfg->initrd = optarg; return 0;
+	case 'p': cfg->params = optarg; return 0;
+	case 'f': cfg->firmware = optarg; return 0;
+	case OPT_NAME: cfg->name = optarg; return 0;
+	case OPT_STATS: cfg->stats_path = optarg; return 0;
+	case 'v': if (log_threshold < LOG_DEBUG) log_threshold++; return 0;
+	case 'q': log_threshold = LOG_ERROR; return 0;
+	case 'm':
+		if (parse_bounded("-m", optarg, MIN_MEM_MIB, LKVM_MAX_MEM_MIB, &v))
+			return -1;
+		cfg->mem_mib = v;
+		return 0;
+	case 'c':
+		if (parse_bounded("-c", optarg, 1, LKVM_MAX_CPUS, &v))
+			return -1;
+		cfg->nr_cpus = v;
+		return 0;
+	case OPT_TIMEOUT:
+		if (parse_bounded("--timeout", optarg, 1, 86400 * 365, &v))
+			return -1;
+		cfg->timeout_s = v;
+		return 0;
+	case OPT_CONSOLE:
+		if (strcmp(optarg, "serial")) {
+			pr_err("--console '%s': only 'serial' is supported", optarg);
+			return -1;
+		}
+		return 0;
+	default:
+		return -1;	/* getopt printed why */
+	}
+}
+
+static int check_config(struct vm_config *cfg)
+{
+	if (cfg->firmware && (cfg->kernel || cfg->initrd || cfg->params)) {
+		pr_err("--firmware boots the firmware alone: drop -k, -i and -p");
+		return -1;
+	}
+	if (cfg->initrd && !cfg->kernel) {
+		pr_err("-i needs a kernel (-k)");
+		return -1;
+	}
+	if (!cfg->kernel && !cfg->firmware && use_default_guest(cfg))
+		return -1;
+	if (cfg->kernel && check_readable(cfg->kernel, "kernel"))
+		return -1;
+	if (cfg->initrd && check_readable(cfg->initrd, "initrd"))
+		return -1;
+	if (cfg->firmware && check_readable(cfg->firmware, "firmware"))
+		return -1;
+	return 0;
+}
+
+enum cli_result cli_parse_run(int argc, char **argv, struct vm_config *cfg)
+{
+	int opt;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->mem_mib = DEFAULT_MEM_MIB;
+	cfg->nr_cpus = 1;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":k:i:p:m:c:f:vqh", run_options,
+				  NULL)) != -1) {
+		if (opt == 'h') {
+			cli_usage_run();
+			return CLI_EXIT_OK;
+		}
+		if (opt == '?' || opt == ':') {
+			pr_err("%s '%s' (see lkvm run --help)",
+			       opt == '?' ? "unknown option" : "missing value for",
+			       argv[optind - 1]);
+			return CLI_ERROR;
+		}
+		if (parse_option(opt, cfg))
+			return CLI_ERROR;
+	}
+	if (optind < argc) {
+		pr_err("unexpected argument '%s' (see lkvm run --help)",
+		       argv[optind]);
+		return CLI_ERROR;
+	}
+	return check_config(cfg) ? CLI_ERROR : CLI_OK;
+}

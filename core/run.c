@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * `lkvm run` end to end: build the VM in the order the arch interface
+ * documents, start the vCPUs, then run the main loop (console input,
+ * signals, --timeout, exit requests) until something ends the VM, and tear
+ * everything down with the terminal restored.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lkvm/arch.h"
+#include "lkvm/console.h"
+#include "lkvm/stats.h"
+#include "lkvm/util.h"
+#include "lkvm/vm.h"
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Signals that end the VM are read from a signalfd by the main loop. */
+static int block_exit_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGQUIT);
+	if (pthread_sigmask(SIG_BLOCK, set, NULL))
+		return -1;
+	return signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+static void handle_signal(struct vm *vm, int sfd)
+{
+	struct signalfd_siginfo si;
+
+	if (read(sfd, &si, sizeof(si)) == sizeof(si))
+		vm_request_exit(vm, 128 + si.ssi_signo, "stopped by signal %s",
+				strsignal(si.ssi_signo));
+}
+
+static void handle_console(struct vm *vm, struct pollfd *pfd)
+{
+	int ret = console_read_input();
+
+	if (ret < 0)
+		pfd->fd = -1;	/* EOF: stop polling, the guest runs on */
+	else if (ret > 0)
+		vm_request_exit(vm, EXIT_POWEROFF, "quit from the console");
+}
+
+static int poll_timeout(double deadline)
+{
+	double left;
+
+	if (deadline <= 0)
+		return -1;
+	left = deadline - now_ms();
+	return left <= 0 ? 0 : (int)left + 1;
+}
+
+static void main_loop(struct vm *vm, int sfd, double start)
+{
+	double deadline = vm->cfg->timeout_s ? start + vm->cfg->timeout_s * 1e3 : 0;
+	struct pollfd pfd[3] = {
+		{ .fd = vm->exit_efd, .events = POLLIN },
+		{ .fd = sfd, .events = POLLIN },
+		{ .fd = console_input_fd(), .events = POLLIN },
+	};
+
+	while (!vm_is_exiting(vm)) {
+		int n = poll(pfd, 3, poll_timeout(deadline));
+
+		if (n < 0 && errno != EINTR) {
+			vm_request_exit(vm, EXIT_VMM_ERROR, "poll: %s",
+					strerror(errno));
+			break;
+		}
+		if (n == 0 && deadline) {
+			vm_request_exit(vm, EXIT_TIMEOUT,
+					"timeout: stopped after %u s",
+					vm->cfg->timeout_s);
+			break;
+		}
+		if (n <= 0)
+			continue;
+		if (pfd[1].revents & POLLIN)
+			handle_signal(vm, sfd);
+		if (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))
+			handle_console(vm, &pfd[2]);
+		else if (pfd[2].revents & POLLNVAL)
+			pfd[2].fd = -1;
+	}
+}
+
+static void report_exit(const struct vm *vm)
+{
+	if (vm->exit_code == EXIT_POWEROFF || vm->exit_chosen_by_guest)
+		pr_info("%s", vm->exit_reason);
+	else
+		pr_warn("%s (exit status %d)", vm->exit_reason, vm->exit_code);
+}
+
+static int build_vm(struct vm *vm)
+{
+	uint64_t ranges[ARCH_MAX_RAM_RANGES][2];
+	unsigned int n;
+
+	n = arch_ram_layout(vm->cfg->mem_mib * MiB, ranges);
+	if (vm_setup_ram(vm, (const uint64_t (*)[2])ranges, n) ||
+	    arch_vm_init(vm) || arch_devices_init(vm) ||
+	    arch_load_guest(vm) || vcpus_create(vm))
+		return -1;
+	return 0;
+}
+
+int vm_run(const struct vm_config *cfg)
+{
+	double start = now_ms();
+	struct vm vm;
+	sigset_t sigs;
+	int sfd, code;
+
+	sfd = block_exit_signals(&sigs);
+	if (sfd < 0) {
+		pr_err("signalfd: %s", strerror(errno));
+		return EXIT_VMM_ERROR;
+	}
+	if (vm_create(&vm, cfg) || build_vm(&vm)) {
+		code = EXIT_VMM_ERROR;
+		goto out;
+	}
+	vm.software_kvm = arch_kvm_is_software(vm.kvm_fd);
+	if (vm.software_kvm)
+		pr_warn("/dev/kvm here is a software KVM (kvm_pvm): every guest instruction is emulated, so only tiny guests run in useful time; Linux guests need hardware virtualization");
+	console_init();
+	if (vcpus_start(&vm)) {
+		vm_request_exit(&vm, EXIT_VMM_ERROR, "cannot start the vCPUs");
+	} else {
+		main_loop(&vm, sfd, start);
+	}
+	vcpus_stop(&vm);
+	console_restore();
+	code = vm.exit_code;
+	report_exit(&vm);
+	if (cfg->stats_path &&
+	    stats_write(&vm, cfg->stats_path, now_ms() - start) &&
+	    code == EXIT_POWEROFF)
+		code = EXIT_VMM_ERROR;
+out:
+	vcpus_stop(&vm);
+	arch_vm_exit(&vm);
+	vm_destroy(&vm);
+	close(sfd);
+	return code;
+}

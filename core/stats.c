@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * --stats output. One JSON object so that scripts (the benchmarks, CI) can
+ * read it without scraping: the exit, time and memory of the VMM, and the
+ * exits each vCPU took to user space.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "lkvm/stats.h"
+#include "lkvm/util.h"
+#include "lkvm/vm.h"
+
+static uint64_t self_rss_kib(void)
+{
+	unsigned long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+		resident = 0;
+	fclose(f);
+	return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* Resident pages of guest RAM: what the guest touched, not VMM overhead. */
+static uint64_t guest_rss_kib(const struct vm *vm)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t pages = vm->ram_size / page, i;
+	uint64_t resident = 0;
+	unsigned char *vec;
+
+	if (!vm->ram || !pages)
+		return 0;
+	vec = malloc(pages);
+	if (!vec)
+		return 0;
+	if (mincore(vm->ram, vm->ram_size, vec) == 0)
+		for (i = 0; i < pages; i++)
+			resident += vec[i] & 1;
+	free(vec);
+	return resident * (page / 1024);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void write_vcpus(FILE *f, const struct vm *vm)
+{
+	unsigned int i;
+
+	fprintf(f, "\"vcpus\":[");
+	for (i = 0; vm->vcpus && i < vm->nr_vcpus; i++) {
+		const struct vcpu_stats *s = &vm->vcpus[i].stats;
+
+		fprintf(f, "%s{\"id\":%u,\"exits\":%llu,\"io\":%llu,\"mmio\":%llu,"
+			"\"hlt\":%llu,\"intr\":%llu,\"other\":%llu}",
+			i ? "," : "", i, (unsigned long long)s->exits,
+			(unsigned long long)s->io, (unsigned long long)s->mmio,
+			(unsigned long long)s->hlt, (unsigned long long)s->intr,
+			(unsigned long long)s->other);
+	}
+	fprintf(f, "]");
+}
+
+int stats_write(struct vm *vm, const char *path, double wall_ms)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stderr;
+	struct rusage ru;
+
+	if (!f) {
+		pr_err("cannot write stats to '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	fprintf(f, "{\"exit_code\":%d,\"exit_reason\":", vm->exit_code);
+	json_string(f, vm->exit_reason);
+	fprintf(f, ",\"wall_ms\":%.3f,\"user_ms\":%.3f,\"sys_ms\":%.3f,"
+		"\"rss_kib\":%llu,\"guest_rss_kib\":%llu,\"max_rss_kib\":%ld,"
+		"\"mem_mib\":%llu,\"nr_vcpus\":%u,"
+		"\"pio_unhandled\":%llu,\"mmio_unhandled\":%llu,",
+		wall_ms, ru.ru_utime.tv_sec * 1e3 + ru.ru_utime.tv_usec / 1e3,
+		ru.ru_stime.tv_sec * 1e3 + ru.ru_stime.tv_usec / 1e3,
+		(unsigned long long)self_rss_kib(),
+		(unsigned long long)guest_rss_kib(vm), ru.ru_maxrss,
+		(unsigned long long)vm->cfg->mem_mib, vm->nr_vcpus,
+		(unsigned long long)vm->pio.unhandled,
+		(unsigned long long)vm->mmio.unhandled);
+	write_vcpus(f, vm);
+	fprintf(f, "}\n");
+	if (f != stderr && fclose(f)) {
+		pr_err("cannot write stats to '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}

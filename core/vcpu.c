@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vCPU threads: one per vCPU, each running KVM_RUN and dispatching the
+ * exits that reach user space to the I/O buses. A vCPU stops when the VM
+ * is asked to exit: the main thread sets immediate_exit and kicks it with
+ * SIGUSR1 so that a vCPU blocked in the kernel (halted, or an AP waiting
+ * for its SIPI) returns at once.
+ */
+#include <errno.h>
+#include <linux/kvm.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "lkvm/arch.h"
+#include "lkvm/util.h"
+#include "lkvm/vm.h"
+
+#define VCPU_KICK_SIGNAL	SIGUSR1
+
+static void vcpu_kick_handler(int sig)
+{
+	(void)sig;	/* only there to make KVM_RUN return -EINTR */
+}
+
+static int vcpu_create(struct vm *vm, struct vcpu *vcpu, unsigned int id)
+{
+	vcpu->vm = vm;
+	vcpu->id = id;
+	vcpu->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, id);
+	if (vcpu->fd < 0) {
+		pr_err("KVM_CREATE_VCPU %u: %s", id, strerror(errno));
+		return -1;
+	}
+	vcpu->run = mmap(NULL, vm->vcpu_mmap_size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, vcpu->fd, 0);
+	if (vcpu->run == MAP_FAILED) {
+		vcpu->run = NULL;
+		pr_err("cannot map vCPU %u state: %s", id, strerror(errno));
+		return -1;
+	}
+	return arch_vcpu_init(vcpu);
+}
+
+int vcpus_create(struct vm *vm)
+{
+	struct sigaction sa = { .sa_handler = vcpu_kick_handler };
+	unsigned int i;
+
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(VCPU_KICK_SIGNAL, &sa, NULL) < 0) {
+		pr_err("sigaction: %s", strerror(errno));
+		return -1;
+	}
+	vm->vcpus = calloc(vm->nr_vcpus, sizeof(*vm->vcpus));
+	if (!vm->vcpus) {
+		pr_err("out of memory");
+		return -1;
+	}
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		vm->vcpus[i].fd = -1;
+		if (vcpu_create(vm, &vm->vcpus[i], i))
+			return -1;
+	}
+	return 0;
+}
+
+static void vcpu_handle_io(struct vcpu *vcpu)
+{
+	struct kvm_run *run = vcpu->run;
+	uint8_t *data = (uint8_t *)run + run->io.data_offset;
+	bool is_write = run->io.direction == KVM_EXIT_IO_OUT;
+	uint32_t i;
+
+	vcpu->stats.io++;
+	for (i = 0; i < run->io.count; i++) {
+		bus_access(&vcpu->vm->pio, run->io.port, data, run->io.size,
+			   is_write);
+		data += run->io.size;
+	}
+}
+
+static void vcpu_handle_system_event(struct vcpu *vcpu)
+{
+	struct vm *vm = vcpu->vm;
+
+	switch (vcpu->run->system_event.type) {
+	case KVM_SYSTEM_EVENT_SHUTDOWN:
+		vm_request_exit(vm, EXIT_POWEROFF, "guest powered off");
+		break;
+	case KVM_SYSTEM_EVENT_RESET:
+		vm_request_exit(vm, EXIT_GUEST_REBOOT, "guest asked to reboot");
+		break;
+	case KVM_SYSTEM_EVENT_CRASH:
+		vm_request_exit(vm, EXIT_GUEST_PANIC, "guest crashed");
+		break;
+	default:
+		vm_request_exit(vm, EXIT_GUEST_CRASH,
+				"unknown system event %u on vCPU %u",
+				vcpu->run->system_event.type, vcpu->id);
+	}
+}
+
+/* Returns false when the vCPU must stop. */
+static bool vcpu_handle_exit(struct vcpu *vcpu)
+{
+	struct kvm_run *run = vcpu->run;
+	struct vm *vm = vcpu->vm;
+
+	vcpu->stats.exits++;
+	switch (run->exit_reason) {
+	case KVM_EXIT_IO:
+		vcpu_handle_io(vcpu);
+		return true;
+	case KVM_EXIT_MMIO:
+		vcpu->stats.mmio++;
+		bus_access(&vm->mmio, run->mmio.phys_addr, run->mmio.data,
+			   run->mmio.len, run->mmio.is_write);
+		return true;
+	case KVM_EXIT_HLT:
+		vcpu->stats.hlt++;
+		return true;
+	case KVM_EXIT_INTR:
+		vcpu->stats.intr++;
+		return true;
+	case KVM_EXIT_SHUTDOWN:
+		vm_request_exit(vm, EXIT_GUEST_CRASH,
+				"guest triple fault on vCPU %u", vcpu->id);
+		return false;
+	case KVM_EXIT_SYSTEM_EVENT:
+		vcpu_handle_system_event(vcpu);
+		return false;
+	case KVM_EXIT_INTERNAL_ERROR:
+		vm_request_exit(vm, EXIT_GUEST_CRASH,
+				"KVM internal error %u on vCPU %u (emulation failure or triple fault)",
+				run->internal.suberror, vcpu->id);
+		return false;
+	case KVM_EXIT_FAIL_ENTRY:
+		vm_request_exit(vm, EXIT_GUEST_CRASH,
+				"vCPU %u failed to enter the guest (reason %#llx)",
+				vcpu->id, (unsigned long long)
+				run->fail_entry.hardware_entry_failure_reason);
+		return false;
+	default:
+		vcpu->stats.other++;
+		vm_request_exit(vm, EXIT_GUEST_CRASH,
+				"unexpected KVM exit %u on vCPU %u",
+				run->exit_reason, vcpu->id);
+		return false;
+	}
+}
+
+static void *vcpu_thread(void *arg)
+{
+	struct vcpu *vcpu = arg;
+	char name[16];
+
+	snprintf(name, sizeof(name), "vcpu%u", vcpu->id);
+	pthread_setname_np(pthread_self(), name);
+	while (!__atomic_load_n(&vcpu->run->immediate_exit, __ATOMIC_ACQUIRE)) {
+		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
+			if (errno == EINTR || errno == EAGAIN) {
+				vcpu->stats.intr++;
+				continue;
+			}
+			vm_request_exit(vcpu->vm, EXIT_GUEST_CRASH,
+					"KVM_RUN on vCPU %u: %s", vcpu->id,
+					strerror(errno));
+			break;
+		}
+		if (!vcpu_handle_exit(vcpu))
+			break;
+	}
+	return NULL;
+}
+
+int vcpus_start(struct vm *vm)
+{
+	sigset_t kick, old;
+	unsigned int i;
+	int ret = 0;
+
+	/* vCPU threads inherit this mask: only they take the kick signal. */
+	sigemptyset(&kick);
+	sigaddset(&kick, VCPU_KICK_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &kick, &old);
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *vcpu = &vm->vcpus[i];
+		int err = pthread_create(&vcpu->thread, NULL, vcpu_thread, vcpu);
+
+		if (err) {
+			pr_err("cannot start vCPU %u: %s", i, strerror(err));
+			ret = -1;
+			break;
+		}
+		vcpu->started = true;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
+void vcpus_stop(struct vm *vm)
+{
+	unsigned int i;
+
+	if (!vm->vcpus)
+		return;
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *vcpu = &vm->vcpus[i];
+
+		if (!vcpu->run)
+			continue;
+		__atomic_store_n(&vcpu->run->immediate_exit, 1,
+				 __ATOMIC_RELEASE);
+		if (vcpu->started)
+			pthread_kill(vcpu->thread, VCPU_KICK_SIGNAL);
+	}
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *vcpu = &vm->vcpus[i];
+
+		if (vcpu->started)
+			pthread_join(vcpu->thread, NULL);
+		vcpu->started = false;
+		if (vcpu->run)
+			munmap(vcpu->run, vm->vcpu_mmap_size);
+		vcpu->run = NULL;
+		if (vcpu->fd >= 0)
+			close(vcpu->fd);
+		vcpu->fd = -1;
+	}
+}

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * VM lifetime: /dev/kvm and API checks, the VM file descriptor, guest RAM
+ * slots, and the shared exit request that every thread may raise.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kvm.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "lkvm/vm.h"
+#include "lkvm/util.h"
+
+struct required_cap {
+	int cap;
+	const char *name;
+};
+
+static const struct required_cap required_caps[] = {
+	{ KVM_CAP_USER_MEMORY,	"KVM_CAP_USER_MEMORY" },
+	{ KVM_CAP_IRQCHIP,	"KVM_CAP_IRQCHIP" },
+	{ KVM_CAP_IOEVENTFD,	"KVM_CAP_IOEVENTFD" },
+	{ KVM_CAP_IRQFD,	"KVM_CAP_IRQFD" },
+	{ KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT" },
+};
+
+static int kvm_open(struct vm *vm)
+{
+	unsigned int i;
+	int version;
+
+	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm->kvm_fd < 0) {
+		if (errno == ENOENT)
+			pr_err("cannot open /dev/kvm: it does not exist (is the kvm module loaded?)");
+		else
+			pr_err("cannot open /dev/kvm: %s%s", strerror(errno),
+			       errno == EACCES ? " (add yourself to the kvm group)" : "");
+		return -1;
+	}
+	version = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
+	if (version != KVM_API_VERSION) {
+		pr_err("/dev/kvm speaks KVM API %d, lkvm needs %d", version,
+		       KVM_API_VERSION);
+		return -1;
+	}
+	for (i = 0; i < ARRAY_SIZE(required_caps); i++) {
+		if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION,
+			  required_caps[i].cap) <= 0) {
+			pr_err("/dev/kvm lacks %s, which lkvm needs",
+			       required_caps[i].name);
+			return -1;
+		}
+	}
+	vm->vcpu_mmap_size = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+	if (vm->vcpu_mmap_size < (int)sizeof(struct kvm_run)) {
+		pr_err("KVM_GET_VCPU_MMAP_SIZE failed: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int vm_check_cpus(struct vm *vm)
+{
+	int max = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
+
+	if (max <= 0)
+		max = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_NR_VCPUS);
+	if (max <= 0)
+		max = 4;	/* what the KVM API documents as the fallback */
+	if (vm->cfg->nr_cpus > (unsigned int)max) {
+		pr_err("-c %u: this KVM supports at most %d vCPUs",
+		       vm->cfg->nr_cpus, max);
+		return -1;
+	}
+	return 0;
+}
+
+int vm_create(struct vm *vm, const struct vm_config *cfg)
+{
+	memset(vm, 0, sizeof(*vm));
+	vm->cfg = cfg;
+	vm->kvm_fd = vm->vm_fd = vm->exit_efd = -1;
+	vm->nr_vcpus = cfg->nr_cpus;
+	pthread_mutex_init(&vm->exit_lock, NULL);
+	pthread_mutex_init(&vm->alloc_lock, NULL);
+
+	if (kvm_open(vm) || vm_check_cpus(vm))
+		return -1;
+	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+	if (vm->vm_fd < 0) {
+		pr_err("KVM_CREATE_VM failed: %s", strerror(errno));
+		return -1;
+	}
+	vm->exit_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (vm->exit_efd < 0) {
+		pr_err("eventfd: %s", strerror(errno));
+		return -1;
+	}
+	if (bus_init(&vm->pio, "pio") || bus_init(&vm->mmio, "mmio")) {
+		pr_err("out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * All RAM lives in one anonymous mapping, sliced into KVM slots. The
+ * mapping is NORESERVE so that a large -m costs only what the guest touches.
+ */
+int vm_setup_ram(struct vm *vm, const uint64_t (*ranges)[2],
+		 unsigned int nr_ranges)
+{
+	uint64_t total = 0, offset = 0;
+	unsigned int i;
+
+	for (i = 0; i < nr_ranges; i++)
+		total += ranges[i][1];
+	vm->ram = mmap(NULL, total, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (vm->ram == MAP_FAILED) {
+		vm->ram = NULL;
+		pr_err("cannot map %llu MiB of guest RAM: %s",
+		       (unsigned long long)(total / MiB), strerror(errno));
+		return -1;
+	}
+	vm->ram_size = total;
+	madvise(vm->ram, total, MADV_MERGEABLE);
+	for (i = 0; i < nr_ranges; i++) {
+		struct kvm_userspace_memory_region region = {
+			.slot = i,
+			.guest_phys_addr = ranges[i][0],
+			.memory_size = ranges[i][1],
+			.userspace_addr = (uintptr_t)vm->ram + offset,
+		};
+
+		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0) {
+			pr_err("KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
+			return -1;
+		}
+		if (guest_mem_add(&vm->mem, ranges[i][0], ranges[i][1],
+				  (uint8_t *)vm->ram + offset))
+			return -1;
+		offset += ranges[i][1];
+	}
+	return 0;
+}
+
+struct vm_alloc {
+	struct vm_alloc *next;
+	max_align_t data[];
+};
+
+void *vm_zalloc(struct vm *vm, size_t size)
+{
+	struct vm_alloc *a = calloc(1, sizeof(*a) + size);
+
+	if (!a) {
+		pr_err("out of memory");
+		return NULL;
+	}
+	pthread_mutex_lock(&vm->alloc_lock);
+	a->next = vm->allocs;
+	vm->allocs = a;
+	pthread_mutex_unlock(&vm->alloc_lock);
+	return a->data;
+}
+
+static void vm_free_allocs(struct vm *vm)
+{
+	while (vm->allocs) {
+		struct vm_alloc *a = vm->allocs;
+
+		vm->allocs = a->next;
+		free(a);
+	}
+}
+
+void vm_destroy(struct vm *vm)
+{
+	vm_free_allocs(vm);
+	free(vm->vcpus);
+	vm->vcpus = NULL;
+	if (vm->ram)
+		munmap(vm->ram, vm->ram_size);
+	vm->ram = NULL;
+	bus_exit(&vm->pio);
+	bus_exit(&vm->mmio);
+	if (vm->exit_efd >= 0)
+		close(vm->exit_efd);
+	if (vm->vm_fd >= 0)
+		close(vm->vm_fd);
+	if (vm->kvm_fd >= 0)
+		close(vm->kvm_fd);
+	vm->exit_efd = vm->vm_fd = vm->kvm_fd = -1;
+}
+
+void vm_request_exit(struct vm *vm, int code, const char *fmt, ...)
+{
+	uint64_t one = 1;
+	va_list ap;
+
+	pthread_mutex_lock(&vm->exit_lock);
+	if (!vm->exiting) {
+		vm->exiting = true;
+		vm->exit_code = code;
+		va_start(ap, fmt);
+		vsnprintf(vm->exit_reason, sizeof(vm->exit_reason), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&vm->exit_lock);
+	if (write(vm->exit_efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		pr_warn("cannot wake the main loop: %s", strerror(errno));
+}
+
+void vm_guest_exit(struct vm *vm, uint8_t status)
+{
+	pthread_mutex_lock(&vm->exit_lock);
+	if (!vm->exiting)
+		vm->exit_chosen_by_guest = true;
+	pthread_mutex_unlock(&vm->exit_lock);
+	vm_request_exit(vm, status, "guest exit status %u", status);
+}
+
+bool vm_is_exiting(struct vm *vm)
+{
+	bool exiting;
+
+	pthread_mutex_lock(&vm->exit_lock);
+	exiting = vm->exiting;
+	pthread_mutex_unlock(&vm->exit_lock);
+	return exiting;
+}
+
+void vm_irq_line(struct vm *vm, unsigned int gsi, int level)
+{
+	struct kvm_irq_level irq = { .irq = gsi, .level = level };
+
+	if (ioctl(vm->vm_fd, KVM_IRQ_LINE, &irq) < 0)
+		pr_warn_once("KVM_IRQ_LINE %u: %s", gsi, strerror(errno));
+}

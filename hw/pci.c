@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * PCI host bridge, configuration mechanism #1. The address register at
+ * 0xcf8 reads back what was written (Linux's type-1 probe relies on it);
+ * the data window at 0xcfc-0xcff reaches the configuration space of the
+ * addressed function. Absent functions read as all-ones, so bus scans end
+ * quickly. Slot 0 is the host bridge itself, which also satisfies the
+ * kernel's sanity check of the configuration mechanism.
+ */
+#include <string.h>
+
+#include "lkvm/bus.h"
+#include "lkvm/hw.h"
+#include "lkvm/pci.h"
+#include "lkvm/util.h"
+#include "lkvm/vm.h"
+
+#define PCI_CONFIG_ENABLE	0x80000000u
+#define PCI_VENDOR_ID		0x00
+#define PCI_DEVICE_ID		0x02
+#define PCI_COMMAND		0x04
+#define PCI_CLASS_REVISION	0x08
+#define PCI_HEADER_TYPE		0x0e
+#define PCI_SUBSYSTEM_VENDOR_ID	0x2c
+#define PCI_SUBSYSTEM_ID	0x2e
+
+/* Red Hat's vendor ID with the device ID of a generic host bridge. */
+#define HOST_BRIDGE_VENDOR	0x1b36
+#define HOST_BRIDGE_DEVICE	0x0008
+#define PCI_CLASS_BRIDGE_HOST	0x060000
+
+/*
+ * Registered before the vCPUs start (devices[] then only grows under
+ * lock); config accesses come from vCPU threads under `lock`.
+ */
+struct pci_host {
+	struct bus_dev dev;
+	pthread_mutex_t lock;
+	uint32_t address;
+	struct pci_device *devices[PCI_MAX_DEVICES];
+	struct pci_device bridge;
+};
+
+
+static struct pci_device *pci_addressed(struct pci_host *h,
+					unsigned int *reg)
+{
+	uint32_t a = h->address;
+	unsigned int bus = (a >> 16) & 0xff, slot = (a >> 11) & 0x1f;
+	unsigned int fn = (a >> 8) & 0x7;
+
+	if (!(a & PCI_CONFIG_ENABLE) || bus || fn)
+		return NULL;
+	*reg = a & 0xfc;
+	return h->devices[slot];
+}
+
+static void pci_data_read(struct pci_host *h, unsigned int byte, void *data,
+			  unsigned int len)
+{
+	struct pci_device *pdev;
+	unsigned int reg;
+
+	pdev = pci_addressed(h, &reg);
+	reg += byte;
+	if (!pdev || reg + len > PCI_CFG_SIZE) {
+		memset(data, 0xff, len);
+		return;
+	}
+	memcpy(data, pdev->cfg + reg, len);
+}
+
+static void pci_data_write(struct pci_host *h, unsigned int byte,
+			   const void *data, unsigned int len)
+{
+	const uint8_t *src = data;
+	struct pci_device *pdev;
+	unsigned int reg, i;
+
+	pdev = pci_addressed(h, &reg);
+	reg += byte;
+	if (!pdev || reg + len > PCI_CFG_SIZE)
+		return;
+	for (i = 0; i < len; i++) {
+		uint8_t m = pdev->wmask[reg + i];
+
+		pdev->cfg[reg + i] = (pdev->cfg[reg + i] & ~m) | (src[i] & m);
+	}
+	if (pdev->ops && pdev->ops->cfg_write)
+		pdev->ops->cfg_write(pdev, reg, data, len);
+}
+
+static void pci_host_read(struct bus_dev *dev, uint64_t offset, void *data,
+			  unsigned int len)
+{
+	struct pci_host *h = dev->priv;
+
+	pthread_mutex_lock(&h->lock);
+	if (offset < 4) {
+		if (offset == 0 && len == 4)
+			memcpy(data, &h->address, 4);
+		else
+			memset(data, 0xff, len);
+	} else {
+		pci_data_read(h, offset - 4, data, len);
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void pci_host_write(struct bus_dev *dev, uint64_t offset,
+			   const void *data, unsigned int len)
+{
+	struct pci_host *h = dev->priv;
+
+	pthread_mutex_lock(&h->lock);
+	if (offset < 4) {
+		/* Only full-width writes select a register (mechanism #1). */
+		if (offset == 0 && len == 4)
+			memcpy(&h->address, data, 4);
+	} else {
+		pci_data_write(h, offset - 4, data, len);
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+static const struct bus_ops pci_host_ops = {
+	.read = pci_host_read,
+	.write = pci_host_write,
+};
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	memcpy(p, &v, 2);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static void pci_host_bridge_init(struct pci_device *b)
+{
+	put16(b->cfg + PCI_VENDOR_ID, HOST_BRIDGE_VENDOR);
+	put16(b->cfg + PCI_DEVICE_ID, HOST_BRIDGE_DEVICE);
+	put32(b->cfg + PCI_CLASS_REVISION, PCI_CLASS_BRIDGE_HOST << 8);
+	put16(b->cfg + PCI_SUBSYSTEM_VENDOR_ID, HOST_BRIDGE_VENDOR);
+	put16(b->cfg + PCI_SUBSYSTEM_ID, 0x1100);
+	b->wmask[PCI_COMMAND] = 0x07;	/* I/O, memory, bus master */
+}
+
+/* The VM has one PCI host; devices find it through the pio bus. */
+static struct pci_host *pci_host_of(struct vm *vm)
+{
+	unsigned int i;
+
+	pthread_rwlock_rdlock(&vm->pio.lock);
+	for (i = 0; i < vm->pio.nr_ranges; i++) {
+		struct bus_dev *dev = vm->pio.ranges[i].dev;
+
+		if (dev->ops == &pci_host_ops) {
+			pthread_rwlock_unlock(&vm->pio.lock);
+			return dev->priv;
+		}
+	}
+	pthread_rwlock_unlock(&vm->pio.lock);
+	return NULL;
+}
+
+int pci_register_device(struct vm *vm, struct pci_device *pdev)
+{
+	struct pci_host *h = pci_host_of(vm);
+	unsigned int slot;
+
+	if (!h) {
+		pr_err("no PCI host bridge for a PCI device");
+		return -1;
+	}
+	pthread_mutex_lock(&h->lock);
+	for (slot = 0; slot < PCI_MAX_DEVICES; slot++) {
+		if (!h->devices[slot]) {
+			h->devices[slot] = pdev;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (slot == PCI_MAX_DEVICES) {
+		pr_err("PCI bus 0 is full (%d devices)", PCI_MAX_DEVICES);
+		return -1;
+	}
+	return slot;
+}
+
+int pci_host_init(struct vm *vm, uint16_t port)
+{
+	struct pci_host *h = vm_zalloc(vm, sizeof(*h));
+
+	if (!h)
+		return -1;
+	pthread_mutex_init(&h->lock, NULL);
+	pci_host_bridge_init(&h->bridge);
+	h->devices[0] = &h->bridge;
+	h->dev = (struct bus_dev) { .name = "pci-host", .ops = &pci_host_ops, .priv = h };
+	return bus_register(&vm->pio, port, 8, &h->dev);
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The architecture interface. The core (core/) knows nothing of x86 or
+ * arm64; each arch folder implements these calls, which core/run.c makes in
+ * this order:
+ *
+ *   arch_ram_layout()   where RAM goes in the guest-physical space
+ *   arch_vm_init()      irqchip, timers, arch VM state (after the VM fd)
+ *   arch_devices_init() board devices (UART, RTC, power, ...)
+ *   arch_load_guest()   kernel/firmware/initrd and firmware tables
+ *   arch_vcpu_init()    per vCPU: CPUID, MSRs/system registers, entry state
+ *   arch_vm_exit()      free arch state
+ */
+#ifndef LKVM_ARCH_H
+#define LKVM_ARCH_H
+
+#include <stdint.h>
+
+struct vm;
+struct vcpu;
+struct kvm_run;
+
+#define ARCH_MAX_RAM_RANGES	4
+
+/* Fill ranges[i] = {gpa, size} for ram_bytes of RAM; returns the count. */
+unsigned int arch_ram_layout(uint64_t ram_bytes,
+			     uint64_t ranges[ARCH_MAX_RAM_RANGES][2]);
+int arch_vm_init(struct vm *vm);
+int arch_devices_init(struct vm *vm);
+int arch_load_guest(struct vm *vm);
+int arch_vcpu_init(struct vcpu *vcpu);
+void arch_vm_exit(struct vm *vm);
+
+/* true when this /dev/kvm cannot run guests at hardware speed */
+int arch_kvm_is_software(int kvm_fd);
+
+/* The default console device name and command line for a kernel. */
+extern const char arch_default_params[];
+
+#endif

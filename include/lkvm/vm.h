@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The virtual machine: its configuration (what the user asked for), the KVM
+ * handles, guest RAM, the I/O buses and the vCPUs, and the one way a VM ends
+ * (vm_request_exit), whoever asks for it.
+ */
+#ifndef LKVM_VM_H
+#define LKVM_VM_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lkvm/bus.h"
+#include "lkvm/guest_mem.h"
+
+/* Exit statuses of `lkvm run`; a guest may also choose any 0-255 itself. */
+#define EXIT_POWEROFF		0	/* guest powered off (ACPI S5) */
+#define EXIT_VMM_ERROR		1	/* bad option, missing file, KVM failure */
+#define EXIT_GUEST_CRASH	2	/* triple fault, emulation failure */
+#define EXIT_GUEST_REBOOT	3	/* reboot request, without --reboot */
+#define EXIT_GUEST_PANIC	4	/* panic reported through pvpanic */
+#define EXIT_TIMEOUT		124	/* --timeout expired */
+
+#define LKVM_MAX_CPUS		255	/* xAPIC IDs, one MADT/MP entry each */
+#define LKVM_MAX_MEM_MIB	(1024ULL * 1024)	/* 1 TiB */
+
+/* What the user asked for; filled by the CLI, read-only afterwards. */
+struct vm_config {
+	const char *kernel;
+	const char *initrd;
+	const char *params;
+	const char *firmware;
+	const char *name;
+	const char *stats_path;
+	uint64_t mem_mib;
+	unsigned int nr_cpus;
+	unsigned int timeout_s;		/* 0: none */
+	bool reboot;			/* restart the guest on reboot */
+	bool default_guest;		/* kernel/initrd/params came from the cache */
+};
+
+struct vcpu_stats {
+	uint64_t exits;
+	uint64_t io;
+	uint64_t mmio;
+	uint64_t hlt;
+	uint64_t intr;			/* KVM_RUN interrupted by a signal */
+	uint64_t other;
+};
+
+/* Owned by its vCPU thread; the main thread reads stats after the join. */
+struct vcpu {
+	struct vm *vm;
+	unsigned int id;
+	int fd;
+	struct kvm_run *run;
+	pthread_t thread;
+	bool started;
+	struct vcpu_stats stats;
+};
+
+struct arch_vm;
+struct vm_alloc;
+
+/*
+ * Built by the main thread before any other thread starts. After that the
+ * fields are read-only except: exit_code/exit_reason (first writer wins,
+ * under exit_lock), and the buses (their own rwlock).
+ */
+struct vm {
+	const struct vm_config *cfg;
+	int kvm_fd;
+	int vm_fd;
+	int vcpu_mmap_size;
+	bool software_kvm;
+
+	void *ram;			/* one host mapping for all RAM regions */
+	uint64_t ram_size;
+	struct guest_mem mem;
+
+	struct bus pio;
+	struct bus mmio;
+
+	unsigned int nr_vcpus;
+	struct vcpu *vcpus;
+
+	pthread_mutex_t exit_lock;
+	bool exiting;
+	int exit_code;
+	bool exit_chosen_by_guest;	/* debug-exit: not worth a warning */
+	char exit_reason[96];
+	int exit_efd;			/* wakes the main loop */
+
+	struct arch_vm *arch;
+
+	/* Device state allocated by vm_zalloc(), freed by vm_destroy(). */
+	pthread_mutex_t alloc_lock;
+	struct vm_alloc *allocs;
+};
+
+/* Zeroed memory that lives until vm_destroy(); NULL + message on failure. */
+void *vm_zalloc(struct vm *vm, size_t size);
+
+/* Ask the VM to stop with this status; only the first request counts. */
+void vm_request_exit(struct vm *vm, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+bool vm_is_exiting(struct vm *vm);
+/* The guest ends the VM with a status of its choice (debug-exit). */
+void vm_guest_exit(struct vm *vm, uint8_t status);
+
+/* Raise or lower a legacy interrupt line of the in-kernel irqchip. */
+void vm_irq_line(struct vm *vm, unsigned int gsi, int level);
+
+int vm_create(struct vm *vm, const struct vm_config *cfg);
+int vm_setup_ram(struct vm *vm, const uint64_t (*ranges)[2],
+		 unsigned int nr_ranges);
+void vm_destroy(struct vm *vm);
+
+int vcpus_create(struct vm *vm);
+int vcpus_start(struct vm *vm);
+void vcpus_stop(struct vm *vm);
+
+/* The whole `lkvm run`: returns the exit status. */
+int vm_run(const struct vm_config *cfg);
+
+#endif

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * x86 guest loading: the kernel image formats lkvm understands (bzImage per
+ * the Linux boot protocol, ELF with a PVH entry note, raw firmware), the
+ * memory map handed to the guest, and the arch state that tells the vCPU
+ * code how to enter the guest. The parsers are pure functions on a file's
+ * bytes so that unit tests can feed them malformed images.
+ */
+#ifndef LKVM_X86_BOOT_H
+#define LKVM_X86_BOOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct vm;
+struct kvm_cpuid2;
+
+enum x86_boot_mode {
+	X86_BOOT_LINUX64,	/* bzImage, 64-bit boot protocol */
+	X86_BOOT_PVH,		/* ELF PVH entry: 32-bit, paging off */
+	X86_BOOT_FIRMWARE,	/* reset vector, real mode */
+};
+
+/* Owned by the main thread; read-only once the vCPUs exist. */
+struct arch_vm {
+	enum x86_boot_mode mode;
+	uint64_t entry;		/* guest RIP at start */
+	uint64_t boot_info;	/* RSI (zero page) or EBX (start_info) */
+	uint64_t ram_below_4g;
+	uint64_t ram_above_4g;
+	struct kvm_cpuid2 *cpuid;	/* KVM_GET_SUPPORTED_CPUID */
+};
+
+/* What the bzImage setup header says, checked and decoded. */
+struct bzimage {
+	uint16_t protocol;		/* boot protocol version, e.g. 0x020f */
+	size_t setup_size;		/* real-mode part incl. boot sector */
+	size_t header_end;		/* end of the setup header in the file */
+	const uint8_t *kernel;		/* protected-mode part */
+	size_t kernel_size;
+	uint32_t initrd_addr_max;
+	uint32_t cmdline_size;		/* max length without the NUL */
+	uint32_t init_size;		/* memory the kernel needs from load */
+	uint32_t payload_offset;	/* compressed payload, from kernel */
+	uint32_t payload_length;
+	uint16_t xloadflags;
+};
+
+/* Decode a bzImage; -1 with a one-line message naming `path` if invalid. */
+int bzimage_parse(const void *data, size_t size, const char *path,
+		  struct bzimage *bz);
+
+#define ELF_MAX_SEGMENTS	16
+
+struct elf_segment {
+	uint64_t paddr;
+	uint64_t offset;
+	uint64_t filesz;
+	uint64_t memsz;
+};
+
+struct elf_kernel {
+	uint32_t pvh_entry;		/* XEN_ELFNOTE_PHYS32_ENTRY */
+	unsigned int nr_segments;
+	struct elf_segment segments[ELF_MAX_SEGMENTS];
+};
+
+bool elf_is_elf(const void *data, size_t size);
+/* Decode an ELF with a PVH note; -1 with a message naming `path`. */
+int elf_parse_pvh(const void *data, size_t size, const char *path,
+		  struct elf_kernel *elf);
+
+#define E820_RAM	1
+#define E820_RESERVED	2
+#define X86_MAX_E820	8
+
+struct x86_mem_range {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t type;
+};
+
+/* The guest's memory map for the given RAM split; returns the count. */
+unsigned int x86_memory_map(uint64_t below_4g, uint64_t above_4g,
+			    struct x86_mem_range map[X86_MAX_E820]);
+
+/* Loaders: each fills vm->arch (mode, entry, boot_info) on success. */
+int x86_load_bzimage(struct vm *vm, const void *data, size_t size,
+		     const char *cmdline, const void *initrd,
+		     size_t initrd_size, uint64_t rsdp);
+int x86_load_pvh(struct vm *vm, const void *data, size_t size,
+		 const char *cmdline, const void *initrd, size_t initrd_size,
+		 uint64_t rsdp);
+int x86_load_firmware(struct vm *vm, const char *path);
+
+/* Highest 4 KiB-aligned address for an initrd of `size` below `limit`. */
+int x86_place_initrd(uint64_t ram_below_4g, uint64_t kernel_end,
+		     uint64_t limit, uint64_t size, uint64_t *addr);
+
+#endif

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The x86 PC board behind the arch interface: RAM split around the 32-bit
+ * hole, the in-kernel irqchip (PIC, IOAPIC, LAPICs) and PIT, the legacy
+ * devices, and the choice of loader for what the user gave us.
+ */
+#include <errno.h>
+#include <linux/kvm.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "lkvm/arch.h"
+#include "lkvm/hw.h"
+#include "lkvm/util.h"
+#include "lkvm/vm.h"
+#include "lkvm/x86/boot.h"
+#include "lkvm/x86/cpu.h"
+#include "lkvm/x86/layout.h"
+
+/* Pages KVM needs for real-mode emulation on VMX, just below the firmware. */
+#define X86_TSS_ADDR		0xfffbd000ULL
+#define X86_IDENTITY_MAP_ADDR	0xfffbc000ULL
+
+const char arch_default_params[] = "console=ttyS0";
+
+unsigned int arch_ram_layout(uint64_t ram_bytes,
+			     uint64_t ranges[ARCH_MAX_RAM_RANGES][2])
+{
+	uint64_t low = MIN(ram_bytes, X86_MMIO_HOLE_START);
+
+	ranges[0][0] = 0;
+	ranges[0][1] = low;
+	if (ram_bytes == low)
+		return 1;
+	ranges[1][0] = X86_4G;
+	ranges[1][1] = ram_bytes - low;
+	return 2;
+}
+
+static int x86_create_irqchip(struct vm *vm)
+{
+	struct kvm_pit_config pit = { .flags = 0 };
+
+	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, X86_TSS_ADDR) < 0) {
+		pr_err("KVM_SET_TSS_ADDR: %s", strerror(errno));
+		return -1;
+	}
+	if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_SET_IDENTITY_MAP_ADDR) > 0) {
+		uint64_t addr = X86_IDENTITY_MAP_ADDR;
+
+		if (ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &addr) < 0) {
+			pr_err("KVM_SET_IDENTITY_MAP_ADDR: %s", strerror(errno));
+			return -1;
+		}
+	}
+	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0) {
+		pr_err("KVM_CREATE_IRQCHIP: %s", strerror(errno));
+		return -1;
+	}
+	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0) {
+		pr_err("KVM_CREATE_PIT2: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int arch_vm_init(struct vm *vm)
+{
+	struct arch_vm *arch = vm_zalloc(vm, sizeof(*arch));
+	uint64_t ram = vm->cfg->mem_mib * MiB;
+
+	if (!arch)
+		return -1;
+	vm->arch = arch;
+	arch->ram_below_4g = MIN(ram, X86_MMIO_HOLE_START);
+	arch->ram_above_4g = ram - arch->ram_below_4g;
+	arch->cpuid = x86_get_supported_cpuid(vm->kvm_fd);
+	if (!arch->cpuid)
+		return -1;
+	return x86_create_irqchip(vm);
+}
+
+void arch_vm_exit(struct vm *vm)
+{
+	if (vm->arch) {
+		free(vm->arch->cpuid);
+		vm->arch->cpuid = NULL;
+	}
+}
+
+int arch_devices_init(struct vm *vm)
+{
+	struct arch_vm *arch = vm->arch;
+
+	if (serial_init(vm, X86_PORT_COM1, X86_IRQ_COM1) ||
+	    i8042_init(vm, X86_PORT_I8042_DATA, X86_PORT_I8042_CMD) ||
+	    rtc_init(vm, X86_PORT_RTC, arch->ram_below_4g, arch->ram_above_4g) ||
+	    post_init(vm, X86_PORT_POST) ||
+	    debug_exit_init(vm, X86_PORT_DEBUG_EXIT) ||
+	    pvpanic_init(vm, X86_PORT_PVPANIC) ||
+	    acpi_pm_init(vm, X86_PORT_PM1A_EVT, X86_PORT_PM1A_CNT,
+			 X86_PORT_PM_TMR, X86_IRQ_SCI, X86_SLP_TYP_S5) ||
+	    pci_host_init(vm, X86_PORT_PCI_CONFIG))
+		return -1;
+	return 0;
+}
+
+/*
+ * kvm_pvm (and any KVM without VMX/SVM underneath) emulates every guest
+ * instruction: it works, but Linux will not boot in useful time.
+ */
+int arch_kvm_is_software(int kvm_fd)
+{
+	(void)kvm_fd;
+	return access("/sys/module/kvm_pvm", F_OK) == 0;
+}
