@@ -217,7 +217,7 @@ enum cli_result cli_parse_run(int argc, char **argv, struct vm_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->mem_mib = DEFAULT_MEM_MIB;
 	cfg->nr_cpus = 1;
-	optind = 1;
+	optind = 0;	/* 0: glibc re-initialises fully, so tests can parse twice */
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":k:i:p:m:c:f:vqh", run_options,
 				  NULL)) != -1) {

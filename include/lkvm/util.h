@@ -20,6 +20,7 @@
 #define GiB			(1024ULL * MiB)
 
 enum log_level {
+	LOG_SILENT = -1,	/* threshold only: print nothing */
 	LOG_ERROR,
 	LOG_WARN,
 	LOG_INFO,

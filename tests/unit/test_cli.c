@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Unit tests of `lkvm run` option parsing and validation. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "lkvm/cli.h"
+#include "lkvm/util.h"
+
+static char kernel_path[] = "/tmp/lkvm-test-kernel-XXXXXX";
+
+static int make_kernel(void **state)
+{
+	int fd = mkstemp(kernel_path);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static int remove_kernel(void **state)
+{
+	unlink(kernel_path);
+	return 0;
+}
+
+#define PARSE(cfg, ...) ({						\
+	char *argv_[] = { "run", __VA_ARGS__, NULL };			\
+	cli_parse_run(ARRAY_SIZE(argv_) - 1, argv_, cfg);		\
+})
+
+static void test_defaults(void **state)
+{
+	struct vm_config cfg;
+
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path), CLI_OK);
+	assert_string_equal(cfg.kernel, kernel_path);
+	assert_int_equal(cfg.mem_mib, DEFAULT_MEM_MIB);
+	assert_int_equal(cfg.nr_cpus, 1);
+	assert_null(cfg.params);
+	assert_int_equal(cfg.timeout_s, 0);
+}
+
+static void test_long_and_short_options(void **state)
+{
+	struct vm_config cfg;
+
+	assert_int_equal(PARSE(&cfg, "--kernel", kernel_path, "--mem", "512",
+			       "--cpus", "4", "-p", "console=ttyS0 quiet",
+			       "--name", "vm1", "--timeout", "30",
+			       "--console", "serial", "--stats", "-"), CLI_OK);
+	assert_int_equal(cfg.mem_mib, 512);
+	assert_int_equal(cfg.nr_cpus, 4);
+	assert_string_equal(cfg.params, "console=ttyS0 quiet");
+	assert_string_equal(cfg.name, "vm1");
+	assert_int_equal(cfg.timeout_s, 30);
+	assert_string_equal(cfg.stats_path, "-");
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "-m", "64", "-c", "2",
+			       "-i", kernel_path), CLI_OK);
+	assert_int_equal(cfg.mem_mib, 64);
+	assert_string_equal(cfg.initrd, kernel_path);
+}
+
+static void test_bad_numbers(void **state)
+{
+	static const char *const bad_mem[] = {
+		"0", "3", "-1", "abc", "12x", "", "99999999999999999999",
+		"2000000",
+	};
+	static const char *const bad_cpus[] = { "0", "256", "-2", "1.5", "" };
+	struct vm_config cfg;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(bad_mem); i++)
+		assert_int_equal(PARSE(&cfg, "-k", kernel_path, "-m",
+				       (char *)bad_mem[i]), CLI_ERROR);
+	for (i = 0; i < ARRAY_SIZE(bad_cpus); i++)
+		assert_int_equal(PARSE(&cfg, "-k", kernel_path, "-c",
+				       (char *)bad_cpus[i]), CLI_ERROR);
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "--timeout", "0"),
+			 CLI_ERROR);
+}
+
+static void test_bad_combinations(void **state)
+{
+	struct vm_config cfg;
+
+	assert_int_equal(PARSE(&cfg, "-f", kernel_path, "-k", kernel_path),
+			 CLI_ERROR);
+	assert_int_equal(PARSE(&cfg, "-f", kernel_path, "-p", "x"), CLI_ERROR);
+	assert_int_equal(PARSE(&cfg, "--console", "virtio", "-k", kernel_path),
+			 CLI_ERROR);
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "--bogus"), CLI_ERROR);
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "extra"), CLI_ERROR);
+	assert_int_equal(PARSE(&cfg, "-k"), CLI_ERROR);
+}
+
+static void test_missing_files(void **state)
+{
+	struct vm_config cfg;
+
+	assert_int_equal(PARSE(&cfg, "-k", "/nonexistent/bzImage"), CLI_ERROR);
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "-i", "/nonexistent"),
+			 CLI_ERROR);
+	assert_int_equal(PARSE(&cfg, "-f", "/nonexistent"), CLI_ERROR);
+}
+
+static void test_default_guest(void **state)
+{
+	char dir[] = "/tmp/lkvm-test-guest-XXXXXX";
+	char path[256];
+	struct vm_config cfg;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	setenv("LKVM_DEFAULT_GUEST", dir, 1);
+	/* An empty folder: a clear error, not a crash. */
+	assert_int_equal(cli_parse_run(1, (char *[]){ "run", NULL }, &cfg),
+			 CLI_ERROR);
+	snprintf(path, sizeof(path), "%s/kernel", dir);
+	fclose(fopen(path, "w"));
+	snprintf(path, sizeof(path), "%s/cmdline", dir);
+	f = fopen(path, "w");
+	fputs("console=ttyS0 lkvm.run=/bin/sh\n", f);
+	fclose(f);
+	assert_int_equal(cli_parse_run(1, (char *[]){ "run", NULL }, &cfg),
+			 CLI_OK);
+	assert_true(cfg.default_guest);
+	assert_string_equal(cfg.params, "console=ttyS0 lkvm.run=/bin/sh");
+	assert_null(cfg.initrd);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/kernel", dir);
+	unlink(path);
+	rmdir(dir);
+	unsetenv("LKVM_DEFAULT_GUEST");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_long_and_short_options),
+		cmocka_unit_test(test_bad_numbers),
+		cmocka_unit_test(test_bad_combinations),
+		cmocka_unit_test(test_missing_files),
+		cmocka_unit_test(test_default_guest),
+	};
+
+	log_threshold = LOG_SILENT;	/* the errors are expected */
+	return cmocka_run_group_tests(tests, make_kernel, remove_kernel);
+}
