@@ -1,0 +1,184 @@
+"""Bad input from a fallible user: every case is one line on stderr that
+names the problem, a non-zero exit status, and no crash.
+
+Runs ./lkvm (or $LKVM) on the host; needs no guest to boot except where a
+valid kit guest is used as the control case.
+"""
+
+import os
+import random
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+LKVM = os.environ.get("LKVM", os.path.join(TOP, "lkvm"))
+EXIT_ELF = os.path.join(TOP, "guest", "kit", "exit.elf")
+
+
+def run(args, user=None, timeout=20):
+    cmd = [LKVM] + args
+    if user:
+        cmd = ["setpriv", "--reuid", str(user), "--regid", str(user), "--clear-groups"] + cmd
+    return subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def assert_one_line_error(p, *words):
+    assert p.returncode == 1, (p.returncode, p.stderr)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    errors = [l for l in lines if l.startswith("lkvm: error: ")]
+    assert len(errors) == 1, p.stderr
+    for w in words:
+        assert w in errors[0], (w, errors[0])
+    assert p.stdout == ""
+
+
+def make_bzimage(kernel_size=1 << 16, truncate_to=None):
+    """A setup header that lkvm accepts, then zeroes: the shape of a bzImage."""
+    setup_sects = 4
+    img = bytearray((setup_sects + 1) * 512 + kernel_size)
+    img[0x1f1] = setup_sects
+    struct.pack_into("<H", img, 0x1fe, 0xAA55)
+    img[0x200:0x202] = b"\xeb\x66"
+    struct.pack_into("<I", img, 0x202, 0x53726448)
+    struct.pack_into("<H", img, 0x206, 0x020F)
+    img[0x211] = 0x01                                   # LOADED_HIGH
+    struct.pack_into("<I", img, 0x22C, 0x7FFFFFFF)      # initrd_addr_max
+    struct.pack_into("<H", img, 0x236, 0x0001)          # XLF_KERNEL_64
+    struct.pack_into("<I", img, 0x238, 2047)            # cmdline_size
+    struct.pack_into("<I", img, 0x248, 0x100)           # payload_offset
+    struct.pack_into("<I", img, 0x24C, kernel_size - 0x200)
+    struct.pack_into("<I", img, 0x260, 4 * kernel_size)  # init_size
+    return bytes(img[:truncate_to] if truncate_to else img)
+
+
+@pytest.fixture
+def tmp():
+    """A folder another user can enter (pytest's own is root-only)."""
+    import pathlib
+    import tempfile
+    d = tempfile.mkdtemp(prefix="lkvm-errors-")
+    os.chmod(d, 0o755)
+    yield pathlib.Path(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_missing_kernel(tmp):
+    assert_one_line_error(run(["run", "-k", str(tmp / "nope")]),
+                          "kernel", "nope", "No such file")
+
+
+def test_random_bytes_kernel(tmp):
+    k = tmp / "random"
+    k.write_bytes(random.Random(1).randbytes(1 << 20))
+    assert_one_line_error(run(["run", "-k", str(k)]),
+                          "neither a bzImage nor an ELF")
+
+
+def test_empty_kernel(tmp):
+    k = tmp / "empty"
+    k.write_bytes(b"")
+    assert_one_line_error(run(["run", "-k", str(k)]), "empty")
+
+
+def test_truncated_bzimage(tmp):
+    k = tmp / "bzImage"
+    k.write_bytes(make_bzimage(truncate_to=0x1000))
+    assert_one_line_error(run(["run", "-k", str(k)]), "truncated")
+
+
+def test_real_bzimage_truncated(tmp):
+    """Same check on a real Debian kernel when the cache has one."""
+    cache = os.path.expanduser(os.environ.get(
+        "LKVM_CACHE", "~/.cache/lkvm")) + "/kernels"
+    real = None
+    for root, _, files in os.walk(cache):
+        for f in files:
+            if f.startswith("vmlinuz-"):
+                real = os.path.join(root, f)
+    if not real:
+        pytest.skip("no Debian kernel in the cache (scripts/fetch-kernel.sh)")
+    data = open(real, "rb").read()
+    k = tmp / "vmlinuz"
+    k.write_bytes(data[: len(data) // 2])
+    assert_one_line_error(run(["run", "-k", str(k)]), "truncated")
+
+
+def test_elf_without_pvh_note(tmp):
+    assert_one_line_error(run(["run", "-k", "/bin/true"]), "x86 executable")
+
+
+@pytest.mark.parametrize("mem", ["0", "1", "-5", "lots", "99999999999"])
+def test_bad_mem(mem):
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-m", mem]), "-m")
+
+
+@pytest.mark.parametrize("cpus", ["0", "256", "100000", "two"])
+def test_bad_cpus(cpus):
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-c", cpus]), "-c")
+
+
+def test_absurd_but_valid_mem_fails_cleanly():
+    """1 TiB of guest RAM: mapped lazily; either it boots or says why."""
+    p = run(["run", "-k", EXIT_ELF, "-m", str(1024 * 1024)])
+    assert p.returncode in (0, 1), p.stderr
+    if p.returncode == 1:
+        assert_one_line_error(p, "MiB")
+
+
+def test_unreadable_initrd_directory(tmp):
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-i", str(tmp)]),
+                          "initrd", "not a regular file")
+
+
+def test_unreadable_initrd_permissions(tmp):
+    initrd = tmp / "initrd"
+    initrd.write_bytes(b"x" * 100)
+    os.chmod(initrd, 0o600)
+    kernel = tmp / "exit.elf"
+    shutil.copy(EXIT_ELF, kernel)
+    os.chmod(kernel, 0o644)
+    p = run(["run", "-k", str(kernel), "-i", str(initrd)], user=65534)
+    assert_one_line_error(p, "initrd", "Permission denied")
+
+
+def test_no_kvm_access(tmp):
+    kernel = tmp / "exit.elf"
+    shutil.copy(EXIT_ELF, kernel)
+    os.chmod(kernel, 0o644)
+    if os.stat("/dev/kvm").st_mode & 0o006:
+        pytest.skip("/dev/kvm is world-accessible here")
+    p = run(["run", "-k", str(kernel)], user=65534)
+    assert_one_line_error(p, "/dev/kvm", "Permission denied")
+
+
+def test_unknown_option():
+    assert_one_line_error(run(["run", "--frobnicate"]), "--frobnicate")
+
+
+def test_unknown_command():
+    assert_one_line_error(run(["fly"]), "fly")
+
+
+def test_firmware_too_big(tmp):
+    fw = tmp / "fw.bin"
+    fw.write_bytes(b"\xf4" * (512 * 1024))
+    assert_one_line_error(run(["run", "-f", str(fw)]), "firmware", "256 KiB")
+
+
+def test_kernel_too_big_for_memory(tmp):
+    k = tmp / "bzImage"
+    k.write_bytes(make_bzimage(kernel_size=8 << 20))
+    assert_one_line_error(run(["run", "-k", str(k), "-m", "16"]), "raise -m")
+
+
+def test_help_and_version():
+    p = run(["run", "--help"])
+    assert p.returncode == 0
+    for code in ("124", "0x501", "pvpanic", "reboot"):
+        assert code in p.stdout
+    p = run(["version"])
+    assert p.returncode == 0 and p.stdout.startswith("lkvm version")
