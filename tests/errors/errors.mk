@@ -2,5 +2,5 @@
 .PHONY: check-errors
 CHECK_TARGETS += check-errors
 
-check-errors: lkvm guest-kit
+check-errors: $(LKVM_BIN) guest-kit
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/errors

@@ -4,19 +4,18 @@
 #   make unit-tests     build them
 #   make check-unit     build and run them all; fails if any fails
 #
-# They use the VMM's CFLAGS/LDFLAGS, so SANITIZE=1 covers them too (after a
-# `make clean`, since the objects must all be built the same way).
+# They are built in $(BUILD) with the VMM's flags, so SANITIZE=1 covers them.
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
-UNIT_BINS := $(UNIT_SRCS:.c=)
+UNIT_BINS := $(addprefix $(BUILD)/,$(UNIT_SRCS:.c=))
 
 .PHONY: unit-tests check-unit
 unit-tests: $(UNIT_BINS)
 
-# A static pattern rule: it keeps make's built-in "%: %.c" away and the
-# objects from being deleted as intermediates.
-$(UNIT_BINS): %: %.o liblkvm.a
-	$(CC) $(LDFLAGS) -o $@ $< liblkvm.a -lcmocka $(LDLIBS)
+# A static pattern rule keeps make's built-in "%: %.c" away and the objects
+# from being deleted as intermediates.
+$(UNIT_BINS): %: %.o $(LIBLKVM)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIBLKVM) -lcmocka $(LDLIBS)
 
 # Run every binary even after a failure, so one report shows them all.
 check-unit: $(UNIT_BINS)
@@ -26,4 +25,3 @@ check-unit: $(UNIT_BINS)
 		exit 1; fi; echo "unit tests: all $(words $(UNIT_BINS)) passed"
 
 CHECK_TARGETS	+= check-unit
-CLEAN_FILES	+= $(UNIT_BINS) $(UNIT_SRCS:.c=.o)
