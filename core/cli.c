@@ -33,6 +33,7 @@ static const struct option run_options[] = {
 	{ "console",	required_argument, NULL, OPT_CONSOLE },
 	{ "timeout",	required_argument, NULL, OPT_TIMEOUT },
 	{ "stats",	required_argument, NULL, OPT_STATS },
+	{ "reboot",	no_argument,	   NULL, OPT_REBOOT },
 	{ "verbose",	no_argument,	   NULL, 'v' },
 	{ "quiet",	no_argument,	   NULL, 'q' },
 	{ "help",	no_argument,	   NULL, 'h' },
@@ -60,6 +61,8 @@ void cli_usage_run(void)
 "      --console serial  console device (the 8250 UART on COM1, ttyS0)\n"
 "      --timeout SECONDS stop the guest after SECONDS and exit 124\n"
 "      --stats FILE      write run statistics as JSON to FILE (- = stderr)\n"
+"      --reboot          when the guest reboots, start it again (lkvm\n"
+"                        re-executes itself; --timeout covers all boots)\n"
 "  -v, --verbose         more messages (repeat for debug)\n"
 "  -q, --quiet           errors only\n"
 "  -h, --help            this text\n"
@@ -72,7 +75,7 @@ void cli_usage_run(void)
 "  N     the guest wrote byte N to the debug-exit port 0x%x\n"
 "  1     lkvm error: bad option, missing or invalid file, KVM failure\n"
 "  2     the guest crashed: triple fault or KVM emulation failure\n"
-"  3     the guest asked to reboot\n"
+"  3     the guest asked to reboot (without --reboot)\n"
 "  4     the guest panicked (reported through pvpanic, port 0x505)\n"
 "  124   --timeout expired\n"
 "  128+N lkvm was stopped by signal N\n",
@@ -161,6 +164,7 @@ static int parse_option(int opt, struct vm_config *cfg)
 	case 'f': cfg->firmware = optarg; return 0;
 	case OPT_NAME: cfg->name = optarg; return 0;
 	case OPT_STATS: cfg->stats_path = optarg; return 0;
+	case OPT_REBOOT: cfg->reboot = true; return 0;
 	case 'v': if (log_threshold < LOG_DEBUG) log_threshold++; return 0;
 	case 'q': log_threshold = LOG_ERROR; return 0;
 	case 'm':

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/kvm.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -15,6 +16,43 @@
 #ifndef LKVM_VERSION
 #define LKVM_VERSION "0.1"
 #endif
+
+/*
+ * A guest reboot with --reboot starts the whole VMM again: a fresh process
+ * is the surest way to give the guest a machine in its power-on state.
+ */
+#define DEADLINE_ENV	"LKVM_REBOOT_DEADLINE_MS"
+
+/* --timeout covers all boots: a rebooted lkvm inherits the deadline. */
+static void set_deadline(struct vm_config *cfg)
+{
+	const char *inherited = getenv(DEADLINE_ENV);
+
+	if (!cfg->timeout_s)
+		return;
+	if (inherited && cfg->reboot)
+		cfg->deadline_ms = strtod(inherited, NULL);
+	else
+		cfg->deadline_ms = now_ms() + cfg->timeout_s * 1e3;
+}
+
+static int run_with_reboot(struct vm_config *cfg, char **argv)
+{
+	char deadline[32];
+	bool reboot;
+	int code;
+
+	set_deadline(cfg);
+	code = vm_run(cfg, &reboot);
+	if (reboot && cfg->reboot) {
+		pr_info("guest rebooted: starting it again");
+		snprintf(deadline, sizeof(deadline), "%.3f", cfg->deadline_ms);
+		setenv(DEADLINE_ENV, deadline, 1);
+		execv("/proc/self/exe", argv);
+		pr_err("cannot restart lkvm for the reboot: %m");
+	}
+	return code;
+}
 
 static void usage(void)
 {
@@ -64,7 +102,7 @@ int main(int argc, char **argv)
 		case CLI_ERROR:
 			return EXIT_VMM_ERROR;
 		case CLI_OK:
-			return vm_run(&cfg);
+			return run_with_reboot(&cfg, argv);
 		}
 	}
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {

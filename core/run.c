@@ -19,7 +19,7 @@
 #include "lkvm/util.h"
 #include "lkvm/vm.h"
 
-static double now_ms(void)
+double now_ms(void)
 {
 	struct timespec ts;
 
@@ -69,9 +69,9 @@ static int poll_timeout(double deadline)
 	return left <= 0 ? 0 : (int)left + 1;
 }
 
-static void main_loop(struct vm *vm, int sfd, double start)
+static void main_loop(struct vm *vm, int sfd)
 {
-	double deadline = vm->cfg->timeout_s ? start + vm->cfg->timeout_s * 1e3 : 0;
+	double deadline = vm->cfg->deadline_ms;
 	struct pollfd pfd[3] = {
 		{ .fd = vm->exit_efd, .events = POLLIN },
 		{ .fd = sfd, .events = POLLIN },
@@ -124,13 +124,14 @@ static int build_vm(struct vm *vm)
 	return 0;
 }
 
-int vm_run(const struct vm_config *cfg)
+int vm_run(const struct vm_config *cfg, bool *reboot)
 {
 	double start = now_ms();
 	struct vm vm;
 	sigset_t sigs;
 	int sfd, code;
 
+	*reboot = false;
 	sfd = block_exit_signals(&sigs);
 	if (sfd < 0) {
 		pr_err("signalfd: %s", strerror(errno));
@@ -147,11 +148,12 @@ int vm_run(const struct vm_config *cfg)
 	if (vcpus_start(&vm)) {
 		vm_request_exit(&vm, EXIT_VMM_ERROR, "cannot start the vCPUs");
 	} else {
-		main_loop(&vm, sfd, start);
+		main_loop(&vm, sfd);
 	}
 	vcpus_stop(&vm);
 	console_restore();
 	code = vm.exit_code;
+	*reboot = code == EXIT_GUEST_REBOOT && !vm.exit_chosen_by_guest;
 	report_exit(&vm);
 	if (cfg->stats_path &&
 	    stats_write(&vm, cfg->stats_path, now_ms() - start) &&

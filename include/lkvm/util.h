@@ -64,6 +64,9 @@ static inline bool range_within(uint64_t start, uint64_t len,
 	return start >= base && end <= limit;
 }
 
+/* CLOCK_MONOTONIC in milliseconds: the same clock in every process. */
+double now_ms(void);
+
 /* Read a whole file into a malloc'ed buffer; prints the error itself. */
 int read_file(const char *path, const char *what, void **data, size_t *size);
 

@@ -37,6 +37,7 @@ struct vm_config {
 	uint64_t mem_mib;
 	unsigned int nr_cpus;
 	unsigned int timeout_s;		/* 0: none */
+	double deadline_ms;		/* CLOCK_MONOTONIC end of --timeout */
 	bool reboot;			/* restart the guest on reboot */
 	bool default_guest;		/* kernel/initrd/params came from the cache */
 };
@@ -122,7 +123,10 @@ int vcpus_create(struct vm *vm);
 int vcpus_start(struct vm *vm);
 void vcpus_stop(struct vm *vm);
 
-/* The whole `lkvm run`: returns the exit status. */
-int vm_run(const struct vm_config *cfg);
+/*
+ * The whole `lkvm run`: returns the exit status; *reboot tells whether the
+ * guest asked for a reboot (a guest-chosen status 3 is not one).
+ */
+int vm_run(const struct vm_config *cfg, bool *reboot);
 
 #endif
