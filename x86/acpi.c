@@ -132,9 +132,13 @@ _Static_assert(offsetof(struct acpi_fadt, iapc_boot_arch) == 109, "FADT");
 _Static_assert(offsetof(struct acpi_fadt, x_dsdt) == 140, "FADT layout");
 _Static_assert(sizeof(struct acpi_fadt) == 276, "FADT layout");
 
-/* IAPC_BOOT_ARCH: ISA devices (COM1, RTC) and an 8042, but no VGA. */
+/*
+ * IAPC_BOOT_ARCH: ISA devices (COM1, RTC), no VGA, and no 8042 advertised:
+ * the i8042 has no keyboard behind it, and a kernel told one is there
+ * probes it and waits out each unanswered keyboard command. Its reset
+ * line still works, because kernels reach it directly to reboot.
+ */
 #define BOOT_ARCH_LEGACY_DEVICES	(1U << 0)
-#define BOOT_ARCH_8042			(1U << 1)
 #define BOOT_ARCH_VGA_NOT_PRESENT	(1U << 2)
 
 /* FADT flags */
@@ -421,8 +425,7 @@ static struct acpi_fadt *build_fadt(struct acpi_out *o, uint32_t facs,
 	gas_io(&f->x_pm_tmr_blk, X86_PORT_PM_TMR, 4, GAS_ACCESS_DWORD);
 	f->p_lvl2_lat = FADT_NO_C2_LATENCY;
 	f->p_lvl3_lat = FADT_NO_C3_LATENCY;
-	f->iapc_boot_arch = BOOT_ARCH_LEGACY_DEVICES | BOOT_ARCH_8042 |
-			    BOOT_ARCH_VGA_NOT_PRESENT;
+	f->iapc_boot_arch = BOOT_ARCH_LEGACY_DEVICES | BOOT_ARCH_VGA_NOT_PRESENT;
 	/*
 	 * TMR_VAL_EXT stays clear: a 24-bit PM timer is all the OS may
 	 * assume. RESET_REG_SUP too: reboot goes through the i8042.
