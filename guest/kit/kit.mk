@@ -1,8 +1,10 @@
 # Guest kit: freestanding 64-bit test guests that lkvm boots via the PVH
 # ELF note (guest/kit/<name>.elf), plus a raw real-mode firmware image.
-# Built with the host compiler but none of the VMM's flags.
+# Built with the host compiler but none of the VMM's flags (SANITIZE=1 does
+# not apply to code that runs inside the guest), objects in build/kit.
 
 KIT_DIR		:= guest/kit
+KIT_OBJ		:= build/kit
 KIT_CC		?= gcc
 KIT_CFLAGS	:= -std=gnu11 -O2 -g -Wall -Wextra -Werror \
 		   -Wno-unused-parameter -ffreestanding -fno-builtin \
@@ -15,38 +17,39 @@ KIT_LDFLAGS	:= -nostdlib -static -no-pie -Wl,--build-id=none \
 		   -Wl,--no-warn-rwx-segments
 
 KIT_TESTS	:= exit hang poweroff smp tables rtc selftest
-KIT_S_OBJS	:= $(addprefix $(KIT_DIR)/,start.o trampoline.o)
-KIT_C_OBJS	:= $(addprefix $(KIT_DIR)/,kit.o acpi.o ap.o)
+KIT_S_OBJS	:= $(addprefix $(KIT_OBJ)/,start.o trampoline.o)
+KIT_C_OBJS	:= $(addprefix $(KIT_OBJ)/,kit.o acpi.o ap.o)
 KIT_RT_OBJS	:= $(KIT_S_OBJS) $(KIT_C_OBJS)
 KIT_ELFS	:= $(addprefix $(KIT_DIR)/,$(addsuffix .elf,$(KIT_TESTS)))
-KIT_TEST_OBJS	:= $(addprefix $(KIT_DIR)/,$(addsuffix .o,$(KIT_TESTS)))
+KIT_TEST_OBJS	:= $(addprefix $(KIT_OBJ)/,$(addsuffix .o,$(KIT_TESTS)))
 KIT_FIRMWARE	:= $(KIT_DIR)/firmware.bin
 
 ALL_TARGETS	+= $(KIT_ELFS) $(KIT_FIRMWARE)
-CLEAN_FILES	+= $(KIT_ELFS) $(KIT_FIRMWARE) $(KIT_RT_OBJS) \
-		   $(KIT_TEST_OBJS) $(KIT_DIR)/firmware.o \
-		   $(KIT_DIR)/firmware.elf
+CLEAN_FILES	+= $(KIT_ELFS) $(KIT_FIRMWARE)
 
 .PHONY: guest-kit
 guest-kit: $(KIT_ELFS) $(KIT_FIRMWARE)
 
-# Static pattern rules win over the top-level %.o: %.c rule.
-$(KIT_C_OBJS) $(KIT_TEST_OBJS): $(KIT_DIR)/%.o: $(KIT_DIR)/%.c $(KIT_DIR)/kit.mk
+# Static pattern rules: explicit about which sources use the kit's flags.
+$(KIT_C_OBJS) $(KIT_TEST_OBJS): $(KIT_OBJ)/%.o: $(KIT_DIR)/%.c $(KIT_DIR)/kit.mk
+	@mkdir -p $(KIT_OBJ)
 	$(KIT_CC) $(KIT_CFLAGS) -c -o $@ $<
 
-$(KIT_S_OBJS): $(KIT_DIR)/%.o: $(KIT_DIR)/%.S $(KIT_DIR)/kit.mk
+$(KIT_S_OBJS): $(KIT_OBJ)/%.o: $(KIT_DIR)/%.S $(KIT_DIR)/kit.mk
+	@mkdir -p $(KIT_OBJ)
 	$(KIT_CC) $(KIT_CFLAGS) -c -o $@ $<
 
-$(KIT_ELFS): $(KIT_DIR)/%.elf: $(KIT_DIR)/%.o $(KIT_RT_OBJS) $(KIT_DIR)/kit.ld
+$(KIT_ELFS): $(KIT_DIR)/%.elf: $(KIT_OBJ)/%.o $(KIT_RT_OBJS) $(KIT_DIR)/kit.ld
 	$(KIT_CC) $(KIT_CFLAGS) $(KIT_LDFLAGS) -o $@ $< $(KIT_RT_OBJS)
 
-$(KIT_DIR)/firmware.o: $(KIT_DIR)/firmware.S $(KIT_DIR)/kit.mk
+$(KIT_OBJ)/firmware.o: $(KIT_DIR)/firmware.S $(KIT_DIR)/kit.mk
+	@mkdir -p $(KIT_OBJ)
 	$(KIT_CC) -c -o $@ $<
 
-$(KIT_DIR)/firmware.elf: $(KIT_DIR)/firmware.o
+$(KIT_OBJ)/firmware.elf: $(KIT_OBJ)/firmware.o
 	$(LD) -m elf_x86_64 -Ttext=0 -e fw_start --build-id=none -o $@ $<
 
-$(KIT_FIRMWARE): $(KIT_DIR)/firmware.elf
+$(KIT_FIRMWARE): $(KIT_OBJ)/firmware.elf
 	objcopy -O binary -j .text $< $@
 	@test $$(stat -c %s $@) -eq 65536 || \
 		{ echo "$@ is not 64 KiB"; rm -f $@; exit 1; }

@@ -4,5 +4,5 @@
 .PHONY: bench-boot
 BENCH_TARGETS += bench-boot
 
-bench-boot: lkvm guest-kit
+bench-boot: $(LKVM_BIN) guest-kit
 	/usr/bin/python3 tests/bench/boot_bench.py

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-LKVM = ROOT / "lkvm"
+LKVM = Path(os.environ.get("LKVM") or ROOT / "lkvm")
 ELF = ROOT / "guest" / "kit" / "exit.elf"
 QEMU = shutil.which("qemu-system-x86_64")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LKVM = ROOT / "lkvm"
+LKVM = Path(os.environ.get("LKVM") or ROOT / "lkvm")
 KIT = ROOT / "guest" / "kit"
 
 VM_TIMEOUT = 30          # lkvm --timeout for guests that should end alone
