@@ -66,6 +66,7 @@ def test_exit_status(status):
     assert r.rc == status, r
     # The serial console goes to lkvm's stdout, not its stderr.
     assert "hello from the guest kit" in r.out, r
+    assert "hello from the guest kit" not in r.err, r
     assert f"exiting with status {status}" in r.out, r
 
 
@@ -132,3 +133,24 @@ def test_kit_selftest():
                  "alpha=1 beta=0x10 gamma word=hello")
     assert r.rc == 0, r
     assert "PASS: selftest" in r.out, r
+
+
+@pytest.mark.parametrize("mode,status", [
+    ("exception", 250),   # the kit's own handler reports and exits
+    ("triple", 2),        # lkvm: the guest crashed
+    ("reboot", 3),        # lkvm: reboot requested, no --reboot given
+    ("panic", 4),         # lkvm: pvpanic
+])
+def test_fault_exit_codes(mode, status):
+    r = lkvm_run("-k", kit("fault.elf"), "-p", f"mode={mode}")
+    assert r.rc == status, r
+    assert f"fault mode {mode}" in r.out, r
+    assert "still running" not in r.out, r
+
+
+def test_reboot_restarts_guest():
+    # With --reboot each i8042 reset boots the guest again, until --timeout.
+    r = lkvm_run("--reboot", "-k", kit("fault.elf"), "-p", "mode=reboot",
+                 timeout=2)
+    assert r.rc == 124, r
+    assert r.out.count("fault mode reboot") >= 2, r
