@@ -83,7 +83,12 @@ static void check_fadt(const struct acpi_fadt *f)
 		if (f->x_firmware_ctrl)
 			facs = f->x_firmware_ctrl;
 	}
+	bool hw_reduced = f->hdr.length > offsetof(struct acpi_fadt, flags) &&
+			  (f->flags & ACPI_FADT_HW_REDUCED);
+
 	check_table(dsdt, "DSDT");
+	kit_check(kit_acpi_s5_slp_typ() >= 0, "no \\_S5 package in the DSDT");
+	kit_check(facs || hw_reduced, "FADT points at no FACS");
 	if (facs && kit_check(facs < (1ULL << 32), "FACS above 4 GiB")) {
 		const struct acpi_header *t = kit_phys(facs);
 
@@ -91,10 +96,18 @@ static void check_fadt(const struct acpi_fadt *f)
 		kit_check(!memcmp(t->signature, "FACS", 4) &&
 			  t->length >= 64, "FACS at %#lx malformed", facs);
 	}
-	if (!(f->hdr.length > offsetof(struct acpi_fadt, flags) &&
-	      (f->flags & ACPI_FADT_HW_REDUCED)))
+	if (!hw_reduced)
 		kit_check(f->pm1a_cnt_blk || f->x_pm1a_cnt_blk.address,
 			  "FADT has no PM1a control block");
+	if (f->pm_tmr_blk && f->pm_tmr_blk < 0x10000) {
+		uint16_t port = (uint16_t)f->pm_tmr_blk;
+		uint32_t a = inl(port), b = a;
+
+		/* 3.58 MHz: a few port reads apart it must have moved. */
+		for (int i = 0; i < 100 && b == a; i++)
+			b = inl(port);
+		kit_check(a != b, "PM timer at %#x does not run (%#x)", port, a);
+	}
 	kit_printf("  FADT: SCI %u, PM1a_EVT %#x, PM1a_CNT %#x, PM_TMR %#x, "
 		   "S5 SLP_TYP %d\n", f->sci_int, f->pm1a_evt_blk,
 		   f->pm1a_cnt_blk, f->pm_tmr_blk, kit_acpi_s5_slp_typ());
