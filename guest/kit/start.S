@@ -99,7 +99,9 @@ long_mode:
  */
 	.macro isr vec
 	.balign 16
-	.if (\vec == 8) || ((\vec >= 10) && (\vec <= 14)) || (\vec == 17) || (\vec == 21) || (\vec == 29) || (\vec == 30)
+	/* Error code pushed by the CPU for 8, 10-14, 17, 21, 29 and 30. */
+	.if (\vec == 8) || ((\vec >= 10) && (\vec <= 14)) || (\vec == 17)
+	.elseif (\vec == 21) || (\vec == 29) || (\vec == 30)
 	.else
 	pushq $0
 	.endif
@@ -110,7 +112,10 @@ long_mode:
 	.balign 16
 	.globl kit_isr_stubs
 kit_isr_stubs:
-	.irp vec, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
+	.irp vec, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+	isr \vec
+	.endr
+	.irp vec, 16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
 	isr \vec
 	.endr
 
