@@ -16,6 +16,8 @@ fact cpus_online "$(cat /sys/devices/system/cpu/online)"
 fact memtotal_kb "$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
 fact modules "$(wc -l </proc/modules)"
 fact cmdline "$(cat /proc/cmdline)"
+# CPUID leaf 0xD against XCR0 (tests/nested/xsave-check.c).
+[ -x /xsave-check ] && /xsave-check
 
 # Trouble the kernel reports but survives: the tests want none of it.
 dmesg >/tmp/dmesg
@@ -26,7 +28,8 @@ fact acpi_errors "$(grep -ci "$acpi" /tmp/dmesg)"
 fact cpuid_warnings "$(grep -ci "$cpuid" /tmp/dmesg)"
 fact kernel_warnings "$(grep -c "$oops" /tmp/dmesg)"
 # The offending lines themselves, for the failure message.
-grep -i "$acpi\|$cpuid\|$oops" /tmp/dmesg | head -n 20 | sed 's/^/@@DMESG /'
+{ grep -i "$acpi\|$cpuid" /tmp/dmesg; grep "$oops" /tmp/dmesg; } |
+	head -n 20 | sed 's/^/@@DMESG /'
 
 fact done 1
 exit "$status"

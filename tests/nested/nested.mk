@@ -1,10 +1,18 @@
 # Tier 3: real Debian kernels booted by lkvm inside a QEMU TCG guest with a
 # nested (emulated AMD SVM) /dev/kvm. See tests/nested/nested.py. Slow
 # (a few minutes, both cores): one L1 boot runs the whole L2 matrix.
+
+# Runs inside the L2 guests (packed into their initramfs by nested.py).
+tests/nested/xsave-check: tests/nested/xsave-check.c
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -static -s -o $@ $<
+
+CLEAN_FILES += tests/nested/xsave-check
+
 .PHONY: check-nested
 check-nested:
 	scripts/fetch-kernel.sh generic cloud >/dev/null
-	$(MAKE) --no-print-directory lkvm.static guest/init/init
+	$(MAKE) --no-print-directory lkvm.static guest/init/init \
+		tests/nested/xsave-check
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/nested
 
 CHECK_TARGETS += check-nested

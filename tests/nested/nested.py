@@ -46,6 +46,7 @@ MKINITRAMFS = os.path.join(TOP, "guest", "initramfs", "mkinitramfs")
 FETCH_KERNEL = os.path.join(TOP, "scripts", "fetch-kernel.sh")
 GUEST_INIT = os.path.join(TOP, "guest", "init", "init")
 CHECK_SH = os.path.join(TOP, "tests", "nested", "check.sh")
+XSAVE_CHECK = os.path.join(TOP, "tests", "nested", "xsave-check")
 LKVM_STATIC = os.path.join(TOP, "lkvm.static")
 
 # What L1 needs for /dev/kvm on QEMU's emulated AMD CPU; mkinitramfs adds
@@ -145,7 +146,9 @@ class L1Result:
 
     def _parse(self):
         cur = None
-        for raw in self.console.splitlines():
+        # Not splitlines(): the L2 console arrives as "\r\r\n" through two
+        # ttys, and a lone "\r" is no line break here.
+        for raw in self.console.split("\n"):
             line = raw.replace("\r", "")
             m = re.search(r"@@(BEGIN|END|L1|L2|FACT|DMESG) ?(.*)$", line)
             kind, rest = (m.group(1), m.group(2)) if m else (None, None)
@@ -190,7 +193,7 @@ class L1Result:
         return not self.timed_out and self.l1.get("done") == "1"
 
     def tail(self, n=60):
-        return "\n".join(self.console.replace("\r", "").splitlines()[-n:])
+        return "\n".join(self.console.replace("\r", "").split("\n")[-n:])
 
     def describe(self):
         """A one-paragraph summary for failure messages."""
@@ -219,11 +222,21 @@ def mkinitramfs(out, *args):
     return out
 
 
+def build_helpers():
+    """Make the guest-side binaries (cheap when they are up to date)."""
+    subprocess.run(["make", "-C", TOP, "--no-print-directory", "-s",
+                    os.path.relpath(GUEST_INIT, TOP),
+                    os.path.relpath(XSAVE_CHECK, TOP)], check=True)
+
+
 def build_l2_initramfs(out, kernel, extra_args=()):
-    """A guest/init + busybox + virtio modules initramfs with /check.sh."""
-    return mkinitramfs(out, "--init", GUEST_INIT,
-                       "--modules-dir", kernel["modules"],
-                       "--add", CHECK_SH + ":/check.sh", *extra_args)
+    """A guest/init + busybox + virtio modules initramfs with /check.sh
+    (and /xsave-check, if built)."""
+    args = ["--init", GUEST_INIT, "--modules-dir", kernel["modules"],
+            "--add", CHECK_SH + ":/check.sh"]
+    if os.path.exists(XSAVE_CHECK):
+        args += ["--add", XSAVE_CHECK + ":/xsave-check"]
+    return mkinitramfs(out, *args, *extra_args)
 
 
 def build_l1_initramfs(out, l1_kernel, jobs, files, lkvm=LKVM_STATIC):

@@ -21,6 +21,7 @@ TIMINGS = []
 @pytest.fixture(scope="module")
 def guest(tmp_path_factory):
     work = str(tmp_path_factory.mktemp("init"))
+    nested.build_helpers()
     kernel = nested.fetch_kernels(["cloud"])["cloud"]
     initrd = nested.build_l2_initramfs(os.path.join(work, "l2.gz"), kernel)
     return kernel, initrd
@@ -48,6 +49,9 @@ def test_status_ends_vm(guest, status):
     assert res.facts["cpus"] == "2"
     # init loaded the virtio set (11 modules with their dependencies).
     assert int(res.facts["modules"]) >= 9, res.describe()
+    # QEMU's own CPUID 0xD is consistent: xsave-check agrees with Linux.
+    assert res.facts.get("xsave_ok") == "1", res.describe()
+    assert res.facts["cpuid_warnings"] == "0", res.describe()
 
 
 def test_run_splits_and_escapes(guest):
