@@ -14,6 +14,9 @@
 #define ICR_BUSY	0x00001000
 #define SVR_ENABLE	0x00000100
 
+/* trampoline.S computes its absolute addresses from this constant. */
+_Static_assert(KIT_TRAMPOLINE_ADDR == 0x8000, "trampoline.S assumes 0x8000");
+
 /* Mirrors the block at the end of trampoline.S. */
 struct kit_tramp_data {
 	uint64_t cr3;
