@@ -16,6 +16,23 @@
 #include "lkvm/util.h"
 #include "lkvm/vm.h"
 
+/* VmHWM: this process's own peak, unlike ru_maxrss, which inherits the
+ * peak of whatever forked us before the exec. */
+static uint64_t self_peak_rss_kib(void)
+{
+	unsigned long long kib = 0;
+	char line[128];
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %llu kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
 static uint64_t self_rss_kib(void)
 {
 	unsigned long size = 0, resident = 0;
@@ -94,13 +111,14 @@ int stats_write(struct vm *vm, const char *path, double wall_ms)
 	fprintf(f, "{\"exit_code\":%d,\"exit_reason\":", vm->exit_code);
 	json_string(f, vm->exit_reason);
 	fprintf(f, ",\"wall_ms\":%.3f,\"user_ms\":%.3f,\"sys_ms\":%.3f,"
-		"\"rss_kib\":%llu,\"guest_rss_kib\":%llu,\"max_rss_kib\":%ld,"
+		"\"rss_kib\":%llu,\"guest_rss_kib\":%llu,\"max_rss_kib\":%llu,"
 		"\"mem_mib\":%llu,\"nr_vcpus\":%u,"
 		"\"pio_unhandled\":%llu,\"mmio_unhandled\":%llu,",
 		wall_ms, ru.ru_utime.tv_sec * 1e3 + ru.ru_utime.tv_usec / 1e3,
 		ru.ru_stime.tv_sec * 1e3 + ru.ru_stime.tv_usec / 1e3,
 		(unsigned long long)self_rss_kib(),
-		(unsigned long long)guest_rss_kib(vm), ru.ru_maxrss,
+		(unsigned long long)guest_rss_kib(vm),
+		(unsigned long long)self_peak_rss_kib(),
 		(unsigned long long)vm->cfg->mem_mib, vm->nr_vcpus,
 		(unsigned long long)vm->pio.unhandled,
 		(unsigned long long)vm->mmio.unhandled);

@@ -133,7 +133,6 @@ int vm_setup_ram(struct vm *vm, const uint64_t (*ranges)[2],
 		return -1;
 	}
 	vm->ram_size = total;
-	madvise(vm->ram, total, MADV_MERGEABLE);
 	for (i = 0; i < nr_ranges; i++) {
 		struct kvm_userspace_memory_region region = {
 			.slot = i,
