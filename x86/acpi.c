@@ -425,6 +425,7 @@ static struct acpi_fadt *build_fadt(struct acpi_out *o, uint32_t facs,
 	gas_io(&f->x_pm_tmr_blk, X86_PORT_PM_TMR, 4, GAS_ACCESS_DWORD);
 	f->p_lvl2_lat = FADT_NO_C2_LATENCY;
 	f->p_lvl3_lat = FADT_NO_C3_LATENCY;
+	f->century = 0x32;	/* the CMOS register hw/rtc.c keeps it in */
 	f->iapc_boot_arch = BOOT_ARCH_LEGACY_DEVICES | BOOT_ARCH_VGA_NOT_PRESENT;
 	/*
 	 * TMR_VAL_EXT stays clear: a 24-bit PM timer is all the OS may
