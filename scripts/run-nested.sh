@@ -50,7 +50,9 @@ fi
 eval "$("$top/scripts/fetch-kernel.sh" generic)"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lkvm-run-nested.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # The user's options, quoted for L1's shell.
 quote() { printf "'%s' " "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
@@ -64,8 +66,10 @@ if [ -t 0 ]; then
 else
 	interactive=0
 	timeout=${LKVM_NESTED_TIMEOUT:-300}
-	# Nobody will type at the shell: banner, then power off.
-	args="$args-p $(quote "$(cat "$guest/cmdline") lkvm.run=/etc/lkvm/run,--once")"
+	# Nobody will type at the shell: banner, then power off. lkvm takes
+	# the default guest's cmdline file over -p, so name its files.
+	args="$args-k /guest/kernel -i /guest/initrd"
+	args="$args -p $(quote "$(cat "$guest/cmdline") lkvm.run=/etc/lkvm/run,--once")"
 fi
 
 cat >"$tmp/l1-run" <<EOF
