@@ -141,7 +141,7 @@ static int use_default_guest(struct vm_config *cfg)
 	cfg->kernel = kernel;
 	if (!access(initrd, R_OK))
 		cfg->initrd = initrd;
-	f = fopen(path, "r");
+	f = cfg->params ? NULL : fopen(path, "r");	/* -p wins */
 	if (f) {
 		if (fgets(params, sizeof(params), f)) {
 			params[strcspn(params, "\n")] = '\0';
