@@ -135,6 +135,10 @@ static void test_default_guest(void **state)
 	assert_true(cfg.default_guest);
 	assert_string_equal(cfg.params, "console=ttyS0 lkvm.run=/bin/sh");
 	assert_null(cfg.initrd);
+	/* The user's -p beats the guest's cmdline file. */
+	assert_int_equal(cli_parse_run(3, (char *[]){ "run", "-p", "quiet", NULL },
+				       &cfg), CLI_OK);
+	assert_string_equal(cfg.params, "quiet");
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/kernel", dir);
 	unlink(path);
