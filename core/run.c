@@ -15,6 +15,7 @@
 
 #include "lkvm/arch.h"
 #include "lkvm/console.h"
+#include "lkvm/irq.h"
 #include "lkvm/stats.h"
 #include "lkvm/util.h"
 #include "lkvm/vm.h"
@@ -118,7 +119,7 @@ static int build_vm(struct vm *vm)
 
 	n = arch_ram_layout(vm->cfg->mem_mib * MiB, ranges);
 	if (vm_setup_ram(vm, (const uint64_t (*)[2])ranges, n) ||
-	    arch_vm_init(vm) || arch_devices_init(vm) ||
+	    arch_vm_init(vm) || irq_init(vm) || arch_devices_init(vm) ||
 	    arch_load_guest(vm) || vcpus_create(vm))
 		return -1;
 	return 0;
@@ -161,6 +162,7 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 		code = EXIT_VMM_ERROR;
 out:
 	vcpus_stop(&vm);
+	irq_exit(&vm);
 	arch_vm_exit(&vm);
 	vm_destroy(&vm);
 	close(sfd);

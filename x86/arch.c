@@ -14,6 +14,7 @@
 
 #include "lkvm/arch.h"
 #include "lkvm/hw.h"
+#include "lkvm/irq.h"
 #include "lkvm/util.h"
 #include "lkvm/vm.h"
 #include "lkvm/x86/boot.h"
@@ -116,4 +117,38 @@ int arch_kvm_is_software(int kvm_fd)
 {
 	(void)kvm_fd;
 	return access("/sys/module/kvm_pvm", F_OK) == 0;
+}
+
+/*
+ * The PC's irqchip routes: ISA IRQs 0-15 to both PICs and IOAPIC pins, PCI
+ * pins 16-23 to the IOAPIC. IRQ 0 (the PIT) goes to IOAPIC pin 2, as the
+ * MADT's interrupt source override tells the guest, and GSI 2 (the
+ * cascade) has no route.
+ */
+unsigned int arch_irq_default_routes(struct kvm_irq_routing_entry *e,
+				     unsigned int max)
+{
+	unsigned int gsi, n = 0;
+
+	for (gsi = 0; gsi < X86_NR_GSIS && n + 2 <= max; gsi++) {
+		if (gsi == 2)
+			continue;
+		if (gsi < 16)
+			e[n++] = (struct kvm_irq_routing_entry) {
+				.gsi = gsi, .type = KVM_IRQ_ROUTING_IRQCHIP,
+				.u.irqchip = {
+					.irqchip = gsi < 8 ? KVM_IRQCHIP_PIC_MASTER
+							   : KVM_IRQCHIP_PIC_SLAVE,
+					.pin = gsi % 8,
+				},
+			};
+		e[n++] = (struct kvm_irq_routing_entry) {
+			.gsi = gsi, .type = KVM_IRQ_ROUTING_IRQCHIP,
+			.u.irqchip = {
+				.irqchip = KVM_IRQCHIP_IOAPIC,
+				.pin = gsi == 0 ? 2 : gsi,
+			},
+		};
+	}
+	return n;
 }

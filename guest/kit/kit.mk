@@ -16,7 +16,7 @@ KIT_LDFLAGS	:= -nostdlib -static -no-pie -Wl,--build-id=none \
 		   -Wl,-T,$(KIT_DIR)/kit.ld -Wl,-z,noexecstack \
 		   -Wl,--no-warn-rwx-segments
 
-KIT_TESTS	:= exit hang poweroff smp tables rtc selftest fault
+KIT_TESTS	:= exit hang poweroff smp tables rtc selftest fault timer
 KIT_S_OBJS	:= $(addprefix $(KIT_OBJ)/,start.o trampoline.o)
 KIT_C_OBJS	:= $(addprefix $(KIT_OBJ)/,kit.o acpi.o ap.o)
 KIT_RT_OBJS	:= $(KIT_S_OBJS) $(KIT_C_OBJS)

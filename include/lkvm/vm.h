@@ -64,6 +64,7 @@ struct vcpu {
 
 struct arch_vm;
 struct vm_alloc;
+struct irq_routing;
 
 /*
  * Built by the main thread before any other thread starts. After that the
@@ -95,6 +96,7 @@ struct vm {
 	int exit_efd;			/* wakes the main loop */
 
 	struct arch_vm *arch;
+	struct irq_routing *irq;	/* core/irq.c, its own lock */
 
 	/* Device state allocated by vm_zalloc(), freed by vm_destroy(). */
 	pthread_mutex_t alloc_lock;

@@ -154,3 +154,10 @@ def test_reboot_restarts_guest():
                  timeout=2)
     assert r.rc == 124, r
     assert r.out.count("fault mode reboot") >= 2, r
+
+
+def test_pit_reaches_ioapic_pin2():
+    """The MADT's IRQ0 -> GSI2 override is true of the interrupt routing."""
+    r = lkvm_run("-k", kit("timer.elf"))
+    assert r.rc == 0, r
+    assert "PIT -> IOAPIC pin 2" in r.out, r

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * GSI routing and irqfds. KVM_SET_GSI_ROUTING replaces the whole table, so
+ * we keep it here: the arch's irqchip routes first, MSI routes after them.
+ * The table is changed by vCPU threads (a driver programming MSI-X) and
+ * the main thread, always under the routing lock.
+ */
+#include <errno.h>
+#include <linux/kvm.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "lkvm/irq.h"
+#include "lkvm/util.h"
+#include "lkvm/vm.h"
+
+#define IRQ_MAX_ROUTES		1024
+#define IRQ_FIRST_MSI_GSI	64	/* above every irqchip pin */
+
+struct irq_routing {
+	pthread_mutex_t lock;
+	unsigned int nr;
+	unsigned int next_msi_gsi;
+	struct kvm_irq_routing *table;	/* IRQ_MAX_ROUTES entries */
+};
+
+/* Caller holds the lock. */
+static int irq_commit(struct vm *vm)
+{
+	struct irq_routing *r = vm->irq;
+
+	r->table->nr = r->nr;
+	if (ioctl(vm->vm_fd, KVM_SET_GSI_ROUTING, r->table) < 0) {
+		pr_err("KVM_SET_GSI_ROUTING: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int irq_init(struct vm *vm)
+{
+	struct irq_routing *r = vm_zalloc(vm, sizeof(*r));
+	int ret;
+
+	if (!r)
+		return -1;
+	r->table = calloc(1, sizeof(*r->table) +
+			     IRQ_MAX_ROUTES * sizeof(r->table->entries[0]));
+	if (!r->table) {
+		pr_err("out of memory");
+		return -1;
+	}
+	pthread_mutex_init(&r->lock, NULL);
+	r->next_msi_gsi = IRQ_FIRST_MSI_GSI;
+	r->nr = arch_irq_default_routes(r->table->entries, IRQ_MAX_ROUTES);
+	vm->irq = r;
+	pthread_mutex_lock(&r->lock);
+	ret = irq_commit(vm);
+	pthread_mutex_unlock(&r->lock);
+	return ret;
+}
+
+void irq_exit(struct vm *vm)
+{
+	if (vm->irq) {
+		free(vm->irq->table);
+		vm->irq->table = NULL;
+	}
+}
+
+static struct kvm_irq_routing_entry *irq_find(struct irq_routing *r,
+					      unsigned int gsi)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->nr; i++)
+		if (r->table->entries[i].gsi == gsi &&
+		    r->table->entries[i].type == KVM_IRQ_ROUTING_MSI)
+			return &r->table->entries[i];
+	return NULL;
+}
+
+static void irq_set_msi(struct kvm_irq_routing_entry *e, unsigned int gsi,
+			uint64_t addr, uint32_t data)
+{
+	memset(e, 0, sizeof(*e));
+	e->gsi = gsi;
+	e->type = KVM_IRQ_ROUTING_MSI;
+	e->u.msi.address_lo = (uint32_t)addr;
+	e->u.msi.address_hi = addr >> 32;
+	e->u.msi.data = data;
+}
+
+int irq_msi_route_add(struct vm *vm, uint64_t addr, uint32_t data)
+{
+	struct irq_routing *r = vm->irq;
+	int gsi = -1;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->nr < IRQ_MAX_ROUTES) {
+		gsi = r->next_msi_gsi++;
+		irq_set_msi(&r->table->entries[r->nr++], gsi, addr, data);
+		if (irq_commit(vm)) {
+			r->nr--;
+			gsi = -1;
+		}
+	} else {
+		pr_err("out of interrupt routes (%d)", IRQ_MAX_ROUTES);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return gsi;
+}
+
+int irq_msi_route_update(struct vm *vm, unsigned int gsi, uint64_t addr,
+			 uint32_t data)
+{
+	struct irq_routing *r = vm->irq;
+	struct kvm_irq_routing_entry *e;
+	int ret = -1;
+
+	pthread_mutex_lock(&r->lock);
+	e = irq_find(r, gsi);
+	if (e) {
+		irq_set_msi(e, gsi, addr, data);
+		ret = irq_commit(vm);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return ret;
+}
+
+int irqfd_attach(struct vm *vm, int fd, unsigned int gsi, int resample_fd)
+{
+	struct kvm_irqfd irqfd = { .fd = fd, .gsi = gsi };
+
+	if (resample_fd >= 0) {
+		irqfd.flags = KVM_IRQFD_FLAG_RESAMPLE;
+		irqfd.resamplefd = resample_fd;
+	}
+	if (ioctl(vm->vm_fd, KVM_IRQFD, &irqfd) < 0) {
+		pr_err("KVM_IRQFD on GSI %u: %s", gsi, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void irqfd_detach(struct vm *vm, int fd, unsigned int gsi)
+{
+	struct kvm_irqfd irqfd = {
+		.fd = fd, .gsi = gsi, .flags = KVM_IRQFD_FLAG_DEASSIGN,
+	};
+
+	if (ioctl(vm->vm_fd, KVM_IRQFD, &irqfd) < 0)
+		pr_warn("KVM_IRQFD deassign on GSI %u: %s", gsi,
+			strerror(errno));
+}
