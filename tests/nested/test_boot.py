@@ -13,7 +13,8 @@ kernel; the boot time is recorded (printed in pytest's summary).
 
 Environment: LKVM_NESTED_WORK keeps the L1 image and console log in a
 directory of your choice; LKVM_NESTED_JOB_TIMEOUT bounds each L2 boot;
-LKVM_NESTED_REPLAY=console.log re-checks a saved L1 console without booting.
+LKVM_NESTED_REPLAY=console.log re-checks a saved L1 console without booting;
+LKVM_NESTED_LKVM=path tests another static lkvm build than ./lkvm.static.
 """
 
 import os
@@ -76,9 +77,9 @@ def l1(tmp_path_factory):
             res = nested.L1Result(f.read(), 0, 0.0, False)
         res.kernels = nested.fetch_kernels(FLAVOURS)
         return res
-    if not os.path.exists(nested.LKVM_STATIC):
-        pytest.fail("%s is missing: run 'make lkvm.static'" %
-                    nested.LKVM_STATIC)
+    lkvm = os.environ.get("LKVM_NESTED_LKVM") or nested.LKVM_STATIC
+    if not os.path.exists(lkvm):
+        pytest.fail("%s is missing: run 'make lkvm.static'" % lkvm)
     nested.build_helpers()
     kernels = nested.fetch_kernels(FLAVOURS)
     files = {}
@@ -90,7 +91,7 @@ def l1(tmp_path_factory):
     jobs = [nested.Job("probe", ["lkvm", "probe"], timeout=20)]
     jobs += [_l2_job(*c) for c in COMBOS]
     res = nested.run_l1(jobs, files, l1_kernel=kernels["generic"],
-                        workdir=work)
+                        workdir=work, lkvm=lkvm)
     res.kernels = kernels
     res.workdir = work
     TIMINGS.append("nested: L1 %s in %.1f s on the host (L1 init at %s s);"
@@ -146,9 +147,10 @@ def test_l2_boot(l1, name, flavour, cpus, fmt, status):
     if not (MEM_MIB - MEM_SLACK_MIB) * 1024 < mem_kib <= MEM_MIB * 1024:
         problems.append("MemTotal %d KiB for -m %d" % (mem_kib, MEM_MIB))
     if facts.get("xsave_ok") != "1":
-        problems.append("CPUID 0xD.0 EBX %s != %s from XCR0 %s (%s)" % (
-            facts.get("xsave_size"), facts.get("xsave_size_expected"),
-            facts.get("xcr0"), ", ".join(
+        problems.append("XSAVE %s, CPUID 0xD.0 EBX %s, %s expected for"
+                        " XCR0 %s (%s)" % (
+            facts.get("xsave"), facts.get("xsave_size"),
+            facts.get("xsave_size_expected"), facts.get("xcr0"), ", ".join(
                 "%s=%s" % (k, v) for k, v in sorted(facts.items())
                 if k.startswith("cpuid_d_"))))
     for key, what in (("acpi_errors", "ACPI errors"),
