@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The virtio device model, independent of the transport: feature
+ * negotiation, device status and reset, the queues' configuration, config
+ * space, and the path from a guest kick (an ioeventfd served on the
+ * device's I/O thread, or a notify exit with --no-ioeventfd) to the
+ * device's queue handler and back to an interrupt.
+ *
+ * A device (blk, net, ...) fills a virtio_device_ops; a transport (mmio,
+ * pci) fills a virtio_transport_ops and turns register accesses into the
+ * calls below.
+ */
+#ifndef LKVM_VIRTIO_DEVICE_H
+#define LKVM_VIRTIO_DEVICE_H
+
+#include <linux/virtio_config.h>
+#define VIRTIO_RING_NO_LEGACY	/* its struct virtq is not ours */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lkvm/iothread.h"
+#include "lkvm/virtio/ring.h"
+
+#define VIRTIO_MAX_QUEUES	64
+
+struct vm;
+struct virtio_device;
+
+struct virtio_queue {
+	struct virtio_device *vdev;
+	uint16_t index;
+	uint16_t max_size;
+
+	/* What the driver programmed; guarded by vdev->lock. */
+	uint16_t size;
+	bool enabled;
+	uint64_t desc_gpa;
+	uint64_t avail_gpa;
+	uint64_t used_gpa;
+	uint16_t msix_vector;
+
+	/*
+	 * The live ring, served by the device's I/O thread (or a vCPU with
+	 * --no-ioeventfd); `lock` guards it against the serving thread and a
+	 * concurrent reset.
+	 */
+	pthread_mutex_t lock;
+	bool live;
+	struct virtq ring;
+	int kick_fd;
+	struct io_source kick;
+
+	/* Counters, read at exit. */
+	uint64_t kicks_eventfd;		/* notifies that never left the kernel */
+	uint64_t kicks_exit;		/* notifies that exited to a vCPU thread */
+	uint64_t interrupts;
+	uint64_t requests;
+};
+
+struct virtio_device_ops {
+	const char *name;		/* "blk", ... */
+	uint32_t device_id;		/* VIRTIO_ID_* */
+	/* Serve the queue: pop, handle, push, then virtio_queue_publish(). */
+	void (*queue_kick)(struct virtio_device *vdev, struct virtio_queue *q);
+	/* Optional: a config write landed in vdev->config. */
+	void (*config_written)(struct virtio_device *vdev, unsigned int offset,
+			       unsigned int len);
+	/* Optional: the driver reset the device. */
+	void (*reset)(struct virtio_device *vdev);
+};
+
+struct virtio_transport_ops {
+	/* Bind q->kick_fd to the queue's notify address (KVM_IOEVENTFD). */
+	int (*kick_attach)(struct virtio_device *vdev, struct virtio_queue *q);
+	void (*kick_detach)(struct virtio_device *vdev, struct virtio_queue *q);
+	/* Interrupt the driver: used buffers in q, or a config change. */
+	void (*signal_queue)(struct virtio_device *vdev, struct virtio_queue *q);
+	void (*signal_config)(struct virtio_device *vdev);
+};
+
+/*
+ * One device. Register state (status, features, queue configuration,
+ * config space) is written by vCPU threads through the transport under
+ * `lock`; the queues have their own locks, so a kick never waits for a
+ * register access of another queue.
+ */
+struct virtio_device {
+	struct vm *vm;
+	const struct virtio_device_ops *ops;
+	void *priv;
+	const struct virtio_transport_ops *transport;
+	void *transport_priv;
+	struct iothread *iothread;
+	bool use_ioeventfd;
+
+	pthread_mutex_t lock;
+	uint64_t host_features;		/* offered */
+	uint64_t guest_features;	/* accepted by the driver */
+	uint8_t status;
+	uint32_t config_generation;
+	uint8_t *config;		/* device-specific config space */
+	uint32_t config_size;
+	bool driver_seen;		/* the driver ever set DRIVER */
+
+	unsigned int nr_queues;
+	struct virtio_queue queues[VIRTIO_MAX_QUEUES];
+};
+
+/* Set up vdev; the device then fills host_features and config. */
+int virtio_device_init(struct virtio_device *vdev, struct vm *vm,
+		       const struct virtio_device_ops *ops, void *priv,
+		       unsigned int nr_queues, uint16_t queue_size,
+		       struct iothread *iothread, bool use_ioeventfd);
+
+/* Transport entry points, called with vdev->lock NOT held. */
+uint8_t virtio_get_status(struct virtio_device *vdev);
+void virtio_set_status(struct virtio_device *vdev, uint8_t status);
+uint32_t virtio_get_host_features(struct virtio_device *vdev, unsigned int word);
+void virtio_set_guest_features(struct virtio_device *vdev, unsigned int word,
+			       uint32_t value);
+void virtio_config_read(struct virtio_device *vdev, unsigned int offset,
+			void *data, unsigned int len);
+void virtio_config_write(struct virtio_device *vdev, unsigned int offset,
+			 const void *data, unsigned int len);
+/* A notify the vCPU saw itself (no ioeventfd): serve it right here. */
+void virtio_queue_notify(struct virtio_device *vdev, unsigned int index);
+
+/* Device side: after pushing, publish and interrupt if the driver wants. */
+void virtio_queue_publish(struct virtio_device *vdev, struct virtio_queue *q);
+/* The driver broke the rules on q: set NEEDS_RESET and tell it. */
+void virtio_device_broken(struct virtio_device *vdev, struct virtio_queue *q,
+			  const char *why);
+bool virtio_has_feature(const struct virtio_device *vdev, unsigned int bit);
+
+/* Stop every queue (VMM teardown). */
+void virtio_device_stop(struct virtio_device *vdev);
+
+#endif

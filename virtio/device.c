@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The transport-independent virtio device: status and feature negotiation,
+ * queue start and reset, config space, and the kick -> serve -> interrupt
+ * path. Lock order: vdev->lock, then a queue's lock. The queue handler runs
+ * under the queue's lock only, so it may not take vdev->lock; it reports a
+ * broken driver with an atomic update of the status instead.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "lkvm/util.h"
+#include "lkvm/virtio/device.h"
+#include "lkvm/vm.h"
+
+#ifndef VIRTIO_F_VERSION_1
+#define VIRTIO_F_VERSION_1	32
+#endif
+
+/* What every device gets from the core; devices add their own bits. */
+#define VIRTIO_CORE_FEATURES	((1ULL << VIRTIO_F_VERSION_1) |		\
+				 (1ULL << VIRTIO_RING_F_INDIRECT_DESC) |	\
+				 (1ULL << VIRTIO_RING_F_EVENT_IDX))
+
+static void virtio_kick_handler(struct io_source *src, uint32_t events)
+{
+	struct virtio_queue *q = src->opaque;
+	uint64_t count;
+
+	if (read(src->fd, &count, sizeof(count)) != sizeof(count))
+		return;
+	pthread_mutex_lock(&q->lock);
+	q->kicks_eventfd += count;
+	if (q->live)
+		q->vdev->ops->queue_kick(q->vdev, q);
+	pthread_mutex_unlock(&q->lock);
+}
+
+int virtio_device_init(struct virtio_device *vdev, struct vm *vm,
+		       const struct virtio_device_ops *ops, void *priv,
+		       unsigned int nr_queues, uint16_t queue_size,
+		       struct iothread *iothread, bool use_ioeventfd)
+{
+	unsigned int i;
+
+	if (!nr_queues || nr_queues > VIRTIO_MAX_QUEUES)
+		return -1;
+	memset(vdev, 0, sizeof(*vdev));
+	vdev->vm = vm;
+	vdev->ops = ops;
+	vdev->priv = priv;
+	vdev->iothread = iothread;
+	vdev->use_ioeventfd = use_ioeventfd;
+	vdev->nr_queues = nr_queues;
+	vdev->host_features = VIRTIO_CORE_FEATURES;
+	pthread_mutex_init(&vdev->lock, NULL);
+	for (i = 0; i < nr_queues; i++) {
+		struct virtio_queue *q = &vdev->queues[i];
+
+		q->vdev = vdev;
+		q->index = i;
+		q->max_size = queue_size;
+		q->size = queue_size;
+		q->kick_fd = -1;
+		q->msix_vector = 0xffff;	/* VIRTIO_MSI_NO_VECTOR */
+		pthread_mutex_init(&q->lock, NULL);
+	}
+	return 0;
+}
+
+bool virtio_has_feature(const struct virtio_device *vdev, unsigned int bit)
+{
+	return vdev->guest_features & (1ULL << bit);
+}
+
+/* Caller holds q->lock. */
+static void virtio_queue_stop(struct virtio_device *vdev,
+			      struct virtio_queue *q)
+{
+	if (!q->live)
+		return;
+	q->live = false;
+	if (vdev->use_ioeventfd) {
+		iothread_del(vdev->iothread, &q->kick);
+		vdev->transport->kick_detach(vdev, q);
+	}
+	close(q->kick_fd);
+	q->kick_fd = -1;
+	virtq_exit(&q->ring);
+}
+
+/* Caller holds q->lock. Returns -1 when the driver's queue is unusable. */
+static int virtio_queue_start(struct virtio_device *vdev,
+			      struct virtio_queue *q)
+{
+	if (virtq_init(&q->ring, &vdev->vm->mem, q->size, q->desc_gpa,
+		       q->avail_gpa, q->used_gpa,
+		       virtio_has_feature(vdev, VIRTIO_RING_F_EVENT_IDX),
+		       virtio_has_feature(vdev, VIRTIO_RING_F_INDIRECT_DESC))) {
+		pr_warn("virtio-%s: queue %u: %s", vdev->ops->name, q->index,
+			virtq_error_name(q->ring.error));
+		return -1;
+	}
+	q->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (q->kick_fd < 0) {
+		pr_err("virtio-%s: eventfd: %s", vdev->ops->name, strerror(errno));
+		virtq_exit(&q->ring);
+		return -1;
+	}
+	q->kick = (struct io_source) {
+		.fd = q->kick_fd, .handler = virtio_kick_handler, .opaque = q,
+	};
+	if (vdev->use_ioeventfd &&
+	    (vdev->transport->kick_attach(vdev, q) ||
+	     iothread_add(vdev->iothread, &q->kick, EPOLLIN))) {
+		close(q->kick_fd);
+		q->kick_fd = -1;
+		virtq_exit(&q->ring);
+		return -1;
+	}
+	q->live = true;
+	return 0;
+}
+
+/* Caller holds vdev->lock. */
+static void virtio_start_queues(struct virtio_device *vdev)
+{
+	unsigned int i;
+
+	for (i = 0; i < vdev->nr_queues; i++) {
+		struct virtio_queue *q = &vdev->queues[i];
+		int ret = 0;
+
+		if (!q->enabled)
+			continue;
+		pthread_mutex_lock(&q->lock);
+		if (!q->live)
+			ret = virtio_queue_start(vdev, q);
+		pthread_mutex_unlock(&q->lock);
+		if (ret) {
+			__atomic_fetch_or(&vdev->status,
+					  VIRTIO_CONFIG_S_NEEDS_RESET,
+					  __ATOMIC_SEQ_CST);
+			vdev->transport->signal_config(vdev);
+		}
+	}
+}
+
+/* Caller holds vdev->lock. */
+static void virtio_reset(struct virtio_device *vdev)
+{
+	unsigned int i;
+
+	for (i = 0; i < vdev->nr_queues; i++) {
+		struct virtio_queue *q = &vdev->queues[i];
+
+		pthread_mutex_lock(&q->lock);
+		virtio_queue_stop(vdev, q);
+		q->enabled = false;
+		q->size = q->max_size;
+		q->desc_gpa = q->avail_gpa = q->used_gpa = 0;
+		q->msix_vector = 0xffff;
+		pthread_mutex_unlock(&q->lock);
+	}
+	vdev->guest_features = 0;
+	__atomic_store_n(&vdev->status, 0, __ATOMIC_SEQ_CST);
+	if (vdev->ops->reset)
+		vdev->ops->reset(vdev);
+}
+
+void virtio_device_stop(struct virtio_device *vdev)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&vdev->lock);
+	for (i = 0; i < vdev->nr_queues; i++) {
+		pthread_mutex_lock(&vdev->queues[i].lock);
+		virtio_queue_stop(vdev, &vdev->queues[i]);
+		pthread_mutex_unlock(&vdev->queues[i].lock);
+	}
+	pthread_mutex_unlock(&vdev->lock);
+}
+
+uint8_t virtio_get_status(struct virtio_device *vdev)
+{
+	return __atomic_load_n(&vdev->status, __ATOMIC_SEQ_CST);
+}
+
+/* FEATURES_OK only for a subset of what we offered, VERSION_1 included. */
+static bool virtio_features_acceptable(const struct virtio_device *vdev)
+{
+	return !(vdev->guest_features & ~vdev->host_features) &&
+	       virtio_has_feature(vdev, VIRTIO_F_VERSION_1);
+}
+
+void virtio_set_status(struct virtio_device *vdev, uint8_t status)
+{
+	uint8_t old;
+
+	pthread_mutex_lock(&vdev->lock);
+	if (!status) {
+		virtio_reset(vdev);
+		pthread_mutex_unlock(&vdev->lock);
+		return;
+	}
+	old = virtio_get_status(vdev);
+	if ((status & VIRTIO_CONFIG_S_FEATURES_OK) &&
+	    !(old & VIRTIO_CONFIG_S_FEATURES_OK) &&
+	    !virtio_features_acceptable(vdev))
+		status &= ~VIRTIO_CONFIG_S_FEATURES_OK;
+	if (status & VIRTIO_CONFIG_S_DRIVER)
+		vdev->driver_seen = true;
+	/* NEEDS_RESET is the device's to set, and it sticks until reset. */
+	status = (status & ~VIRTIO_CONFIG_S_NEEDS_RESET) |
+		 (old & VIRTIO_CONFIG_S_NEEDS_RESET);
+	__atomic_store_n(&vdev->status, status, __ATOMIC_SEQ_CST);
+	if ((status & VIRTIO_CONFIG_S_DRIVER_OK) &&
+	    !(old & VIRTIO_CONFIG_S_DRIVER_OK))
+		virtio_start_queues(vdev);
+	pthread_mutex_unlock(&vdev->lock);
+}
+
+uint32_t virtio_get_host_features(struct virtio_device *vdev, unsigned int word)
+{
+	return word < 2 ? (uint32_t)(vdev->host_features >> (32 * word)) : 0;
+}
+
+void virtio_set_guest_features(struct virtio_device *vdev, unsigned int word,
+			       uint32_t value)
+{
+	uint64_t mask, v;
+
+	if (word >= 2)
+		return;
+	pthread_mutex_lock(&vdev->lock);
+	/* Features are frozen once FEATURES_OK is set. */
+	if (!(virtio_get_status(vdev) & VIRTIO_CONFIG_S_FEATURES_OK)) {
+		mask = 0xffffffffULL << (32 * word);
+		v = (uint64_t)value << (32 * word);
+		vdev->guest_features = (vdev->guest_features & ~mask) | v;
+	}
+	pthread_mutex_unlock(&vdev->lock);
+}
+
+void virtio_config_read(struct virtio_device *vdev, unsigned int offset,
+			void *data, unsigned int len)
+{
+	memset(data, 0, len);
+	pthread_mutex_lock(&vdev->lock);
+	if (range_within(offset, len, 0, vdev->config_size))
+		memcpy(data, vdev->config + offset, len);
+	pthread_mutex_unlock(&vdev->lock);
+}
+
+void virtio_config_write(struct virtio_device *vdev, unsigned int offset,
+			 const void *data, unsigned int len)
+{
+	pthread_mutex_lock(&vdev->lock);
+	if (vdev->ops->config_written &&
+	    range_within(offset, len, 0, vdev->config_size)) {
+		memcpy(vdev->config + offset, data, len);
+		vdev->ops->config_written(vdev, offset, len);
+	}
+	pthread_mutex_unlock(&vdev->lock);
+}
+
+void virtio_queue_notify(struct virtio_device *vdev, unsigned int index)
+{
+	struct virtio_queue *q;
+
+	if (index >= vdev->nr_queues)
+		return;
+	q = &vdev->queues[index];
+	pthread_mutex_lock(&q->lock);
+	q->kicks_exit++;
+	if (q->live)
+		vdev->ops->queue_kick(vdev, q);
+	pthread_mutex_unlock(&q->lock);
+}
+
+void virtio_queue_publish(struct virtio_device *vdev, struct virtio_queue *q)
+{
+	if (virtq_publish(&q->ring)) {
+		q->interrupts++;
+		vdev->transport->signal_queue(vdev, q);
+	}
+}
+
+void virtio_device_broken(struct virtio_device *vdev, struct virtio_queue *q,
+			  const char *why)
+{
+	uint8_t old = __atomic_fetch_or(&vdev->status,
+					VIRTIO_CONFIG_S_NEEDS_RESET,
+					__ATOMIC_SEQ_CST);
+
+	if (old & VIRTIO_CONFIG_S_NEEDS_RESET)
+		return;
+	pr_warn("virtio-%s: queue %u: %s: device needs a reset",
+		vdev->ops->name, q ? q->index : 0, why);
+	vdev->transport->signal_config(vdev);
+}
