@@ -17,7 +17,10 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-${LKVM_DEFAULT_GUEST:-${XDG_CACHE_HOME:-$HOME/.cache}/lkvm/default}}
 
+# Sets generic_version, generic_vmlinux, generic_modules (and _bzimage).
+generic_version='' generic_vmlinux='' generic_modules=''
 eval "$("$top/scripts/fetch-kernel.sh" generic)"
+[ -n "$generic_vmlinux" ] || { echo "default-guest: no kernel" >&2; exit 1; }
 [ -x "$top/guest/init/init" ] || make -C "$top" guest/init/init >&2
 
 mkdir -p "$dir"

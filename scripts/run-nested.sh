@@ -47,7 +47,10 @@ fi
 if [ ! -x "$top/guest/init/init" ]; then
 	make -C "$top" --no-print-directory guest/init/init >&2
 fi
+# Sets generic_bzimage and generic_modules (L1 runs the generic kernel).
+generic_bzimage='' generic_modules=''
 eval "$("$top/scripts/fetch-kernel.sh" generic)"
+[ -n "$generic_bzimage" ] || { echo "run-nested: no kernel" >&2; exit 1; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lkvm-run-nested.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

@@ -31,5 +31,5 @@ fact kernel_warnings "$(grep -c "$oops" /tmp/dmesg)"
 { grep -i "$acpi\|$cpuid" /tmp/dmesg; grep "$oops" /tmp/dmesg; } |
 	head -n 20 | sed 's/^/@@DMESG /'
 
-fact done 1
+fact "done" 1
 exit "$status"
