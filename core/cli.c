@@ -20,6 +20,8 @@ enum {
 	OPT_TIMEOUT,
 	OPT_STATS,
 	OPT_REBOOT,
+	OPT_TRANSPORT,
+	OPT_NO_IOEVENTFD,
 };
 
 static const struct option run_options[] = {
@@ -34,6 +36,9 @@ static const struct option run_options[] = {
 	{ "timeout",	required_argument, NULL, OPT_TIMEOUT },
 	{ "stats",	required_argument, NULL, OPT_STATS },
 	{ "reboot",	no_argument,	   NULL, OPT_REBOOT },
+	{ "disk",	required_argument, NULL, 'd' },
+	{ "virtio-transport", required_argument, NULL, OPT_TRANSPORT },
+	{ "no-ioeventfd", no_argument,	   NULL, OPT_NO_IOEVENTFD },
 	{ "verbose",	no_argument,	   NULL, 'v' },
 	{ "quiet",	no_argument,	   NULL, 'q' },
 	{ "help",	no_argument,	   NULL, 'h' },
@@ -57,6 +62,14 @@ void cli_usage_run(void)
 "  -f, --firmware FILE   raw firmware image (<= 256 KiB, multiple of 4 KiB),\n"
 "                        mapped to end at 1 MiB and 4 GiB; starts at the\n"
 "                        reset vector in real mode\n"
+"  -d, --disk PATH[,ro][,direct]\n"
+"                        a virtio-blk disk: raw image or block device,\n"
+"                        locked while in use; repeatable (up to %d)\n"
+"      --virtio-transport mmio\n"
+"                        how virtio devices appear: virtio-mmio (found\n"
+"                        through ACPI); pci and pci-legacy are to come\n"
+"      --no-ioeventfd    serve queue notifies in vCPU threads (to measure\n"
+"                        what ioeventfd saves)\n"
 "      --name NAME       a name for the VM\n"
 "      --console serial  console device (the 8250 UART on COM1, ttyS0)\n"
 "      --timeout SECONDS stop the guest after SECONDS and exit 124\n"
@@ -79,7 +92,7 @@ void cli_usage_run(void)
 "  4     the guest panicked (reported through pvpanic, port 0x505)\n"
 "  124   --timeout expired\n"
 "  128+N lkvm was stopped by signal N\n",
-	DEFAULT_MEM_MIB, MIN_MEM_MIB, LKVM_MAX_CPUS, 0x501);
+	DEFAULT_MEM_MIB, MIN_MEM_MIB, LKVM_MAX_CPUS, LKVM_MAX_DISKS, 0x501);
 }
 
 static int parse_bounded(const char *opt, const char *arg, uint64_t min,
@@ -153,6 +166,20 @@ static int use_default_guest(struct vm_config *cfg)
 	return 0;
 }
 
+static int parse_transport(const char *arg, enum virtio_transport *t)
+{
+	if (!strcmp(arg, "mmio")) {
+		*t = VIRTIO_TRANSPORT_MMIO;
+		return 0;
+	}
+	if (!strcmp(arg, "pci") || !strcmp(arg, "pci-legacy")) {
+		pr_err("--virtio-transport %s: not available yet; use mmio", arg);
+		return -1;
+	}
+	pr_err("--virtio-transport '%s': expected pci, pci-legacy or mmio", arg);
+	return -1;
+}
+
 static int parse_option(int opt, struct vm_config *cfg)
 {
 	uint64_t v;
@@ -165,6 +192,15 @@ static int parse_option(int opt, struct vm_config *cfg)
 	case OPT_NAME: cfg->name = optarg; return 0;
 	case OPT_STATS: cfg->stats_path = optarg; return 0;
 	case OPT_REBOOT: cfg->reboot = true; return 0;
+	case OPT_NO_IOEVENTFD: cfg->no_ioeventfd = true; return 0;
+	case 'd':
+		if (cfg->nr_disks == LKVM_MAX_DISKS) {
+			pr_err("-d: at most %d disks", LKVM_MAX_DISKS);
+			return -1;
+		}
+		return disk_parse_option(optarg, &cfg->disks[cfg->nr_disks++]);
+	case OPT_TRANSPORT:
+		return parse_transport(optarg, &cfg->transport);
 	case 'v': if (log_threshold < LOG_DEBUG) log_threshold++; return 0;
 	case 'q': log_threshold = LOG_ERROR; return 0;
 	case 'm':
@@ -221,9 +257,10 @@ enum cli_result cli_parse_run(int argc, char **argv, struct vm_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->mem_mib = DEFAULT_MEM_MIB;
 	cfg->nr_cpus = 1;
+	cfg->transport = VIRTIO_TRANSPORT_MMIO;	/* until virtio-pci lands */
 	optind = 0;	/* 0: glibc re-initialises fully, so tests can parse twice */
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":k:i:p:m:c:f:vqh", run_options,
+	while ((opt = getopt_long(argc, argv, ":k:i:p:m:c:f:d:vqh", run_options,
 				  NULL)) != -1) {
 		if (opt == 'h') {
 			cli_usage_run();

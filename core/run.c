@@ -15,6 +15,7 @@
 
 #include "lkvm/arch.h"
 #include "lkvm/console.h"
+#include "lkvm/devices.h"
 #include "lkvm/irq.h"
 #include "lkvm/stats.h"
 #include "lkvm/util.h"
@@ -120,7 +121,7 @@ static int build_vm(struct vm *vm)
 	n = arch_ram_layout(vm->cfg->mem_mib * MiB, ranges);
 	if (vm_setup_ram(vm, (const uint64_t (*)[2])ranges, n) ||
 	    arch_vm_init(vm) || irq_init(vm) || arch_devices_init(vm) ||
-	    arch_load_guest(vm) || vcpus_create(vm))
+	    devices_create(vm) || arch_load_guest(vm) || vcpus_create(vm))
 		return -1;
 	return 0;
 }
@@ -152,16 +153,19 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 		main_loop(&vm, sfd);
 	}
 	vcpus_stop(&vm);
+	devices_stop(&vm);
 	console_restore();
 	code = vm.exit_code;
 	*reboot = code == EXIT_GUEST_REBOOT && !vm.exit_chosen_by_guest;
 	report_exit(&vm);
+	devices_report_unused(&vm);
 	if (cfg->stats_path &&
 	    stats_write(&vm, cfg->stats_path, now_ms() - start) &&
 	    code == EXIT_POWEROFF)
 		code = EXIT_VMM_ERROR;
 out:
 	vcpus_stop(&vm);
+	devices_stop(&vm);
 	irq_exit(&vm);
 	arch_vm_exit(&vm);
 	vm_destroy(&vm);

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "lkvm/devices.h"
 #include "lkvm/stats.h"
 #include "lkvm/util.h"
 #include "lkvm/vm.h"
@@ -123,6 +124,8 @@ int stats_write(struct vm *vm, const char *path, double wall_ms)
 		(unsigned long long)vm->pio.unhandled,
 		(unsigned long long)vm->mmio.unhandled);
 	write_vcpus(f, vm);
+	fputc(',', f);
+	devices_write_stats(vm, f);
 	fprintf(f, "}\n");
 	if (f != stderr && fclose(f)) {
 		pr_err("cannot write stats to '%s': %s", path, strerror(errno));

@@ -150,6 +150,29 @@ static void virtio_start_queues(struct virtio_device *vdev)
 	}
 }
 
+void virtio_queue_set_enabled(struct virtio_device *vdev,
+			      struct virtio_queue *q, bool enable)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&q->lock);
+	if (!enable) {
+		virtio_queue_stop(vdev, q);
+		q->enabled = false;
+	} else if (!q->enabled) {
+		q->enabled = true;
+		/* Enabled after DRIVER_OK: start serving it now. */
+		if (virtio_get_status(vdev) & VIRTIO_CONFIG_S_DRIVER_OK)
+			ret = virtio_queue_start(vdev, q);
+	}
+	pthread_mutex_unlock(&q->lock);
+	if (ret) {
+		__atomic_fetch_or(&vdev->status, VIRTIO_CONFIG_S_NEEDS_RESET,
+				  __ATOMIC_SEQ_CST);
+		vdev->transport->signal_config(vdev);
+	}
+}
+
 /* Caller holds vdev->lock. */
 static void virtio_reset(struct virtio_device *vdev)
 {

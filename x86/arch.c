@@ -152,3 +152,26 @@ unsigned int arch_irq_default_routes(struct kvm_irq_routing_entry *e,
 	}
 	return n;
 }
+
+/*
+ * virtio-mmio slots: 4 KiB each in their own window of the 32-bit hole,
+ * with the IOAPIC pins nothing else on the board uses (edge-triggered, as
+ * the DSDT describes them).
+ */
+static const uint8_t mmio_dev_gsis[] = {
+	5, 6, 7, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23,
+};
+
+#define X86_VIRTIO_MMIO_SLOT	0x1000
+
+int arch_mmio_dev_slot(unsigned int n, uint64_t *base, uint32_t *size,
+		       uint32_t *gsi)
+{
+	if (n >= ARRAY_SIZE(mmio_dev_gsis) ||
+	    (n + 1) * X86_VIRTIO_MMIO_SLOT > X86_VIRTIO_MMIO_SIZE)
+		return -1;
+	*base = X86_VIRTIO_MMIO_START + n * X86_VIRTIO_MMIO_SLOT;
+	*size = X86_VIRTIO_MMIO_SLOT;
+	*gsi = mmio_dev_gsis[n];
+	return 0;
+}

@@ -19,10 +19,19 @@ static int x86_build_tables(struct vm *vm, uint64_t *rsdp)
 	struct acpi_config acpi = {
 		.nr_cpus = vm->nr_vcpus,
 		.pvpanic = 1,
+		.nr_mmio_devs = vm->nr_mmio_devs,
 	};
 	void *acpi_buf = guest_mem_ptr(&vm->mem, X86_ACPI_ADDR, X86_ACPI_SIZE);
 	void *mp_buf = guest_mem_ptr(&vm->mem, X86_MPTABLE_ADDR, X86_MPTABLE_SIZE);
 
+	unsigned int i;
+
+	for (i = 0; i < vm->nr_mmio_devs && i < ACPI_MAX_MMIO_DEVS; i++)
+		acpi.mmio_devs[i] = (struct acpi_mmio_dev) {
+			.base = vm->mmio_devs[i].base,
+			.size = vm->mmio_devs[i].size,
+			.gsi = vm->mmio_devs[i].gsi,
+		};
 	if (!acpi_buf || !mp_buf) {
 		pr_err("guest RAM too small for the firmware tables");
 		return -1;

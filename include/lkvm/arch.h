@@ -31,6 +31,13 @@ int arch_load_guest(struct vm *vm);
 int arch_vcpu_init(struct vcpu *vcpu);
 void arch_vm_exit(struct vm *vm);
 
+/*
+ * Where the n-th memory-mapped (virtio-mmio) device goes and which
+ * interrupt line it gets; -1 when the board has no room for more.
+ */
+int arch_mmio_dev_slot(unsigned int n, uint64_t *base, uint32_t *size,
+		       uint32_t *gsi);
+
 /* true when this /dev/kvm cannot run guests at hardware speed */
 int arch_kvm_is_software(int kvm_fd);
 

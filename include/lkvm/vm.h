@@ -13,7 +13,9 @@
 #include <stdint.h>
 
 #include "lkvm/bus.h"
+#include "lkvm/disk.h"
 #include "lkvm/guest_mem.h"
+#include "lkvm/virtio/transport.h"
 
 /* Exit statuses of `lkvm run`; a guest may also choose any 0-255 itself. */
 #define EXIT_POWEROFF		0	/* guest powered off (ACPI S5) */
@@ -25,6 +27,7 @@
 
 #define LKVM_MAX_CPUS		255	/* xAPIC IDs, one MADT/MP entry each */
 #define LKVM_MAX_MEM_MIB	(1024ULL * 1024)	/* 1 TiB */
+#define LKVM_MAX_DISKS		8
 
 /* What the user asked for; filled by the CLI, read-only afterwards. */
 struct vm_config {
@@ -39,6 +42,10 @@ struct vm_config {
 	unsigned int timeout_s;		/* 0: none */
 	double deadline_ms;		/* CLOCK_MONOTONIC end of --timeout */
 	bool reboot;			/* restart the guest on reboot */
+	unsigned int nr_disks;
+	struct disk_config disks[LKVM_MAX_DISKS];
+	enum virtio_transport transport;
+	bool no_ioeventfd;		/* serve notifies in vCPU threads */
 	bool default_guest;		/* kernel/initrd/params came from the cache */
 };
 
@@ -64,7 +71,16 @@ struct vcpu {
 
 struct arch_vm;
 struct vm_alloc;
+
+/* A memory-mapped device the firmware tables must announce (virtio-mmio). */
+#define VM_MAX_MMIO_DEVS	32
+struct vm_mmio_dev {
+	uint64_t base;
+	uint32_t size;
+	uint32_t gsi;
+};
 struct irq_routing;
+struct vm_devices;
 
 /*
  * Built by the main thread before any other thread starts. After that the
@@ -97,6 +113,11 @@ struct vm {
 
 	struct arch_vm *arch;
 	struct irq_routing *irq;	/* core/irq.c, its own lock */
+	struct vm_devices *devices;	/* core/devices.c */
+
+	/* Filled while devices are created, before the tables are built. */
+	unsigned int nr_mmio_devs;
+	struct vm_mmio_dev mmio_devs[VM_MAX_MMIO_DEVS];
 
 	/* Device state allocated by vm_zalloc(), freed by vm_destroy(). */
 	pthread_mutex_t alloc_lock;

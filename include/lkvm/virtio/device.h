@@ -123,6 +123,9 @@ void virtio_config_read(struct virtio_device *vdev, unsigned int offset,
 			void *data, unsigned int len);
 void virtio_config_write(struct virtio_device *vdev, unsigned int offset,
 			 const void *data, unsigned int len);
+/* The driver (un)readied a queue; caller holds vdev->lock. */
+void virtio_queue_set_enabled(struct virtio_device *vdev,
+			      struct virtio_queue *q, bool enable);
 /* A notify the vCPU saw itself (no ioeventfd): serve it right here. */
 void virtio_queue_notify(struct virtio_device *vdev, unsigned int index);
 

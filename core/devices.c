@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * User-requested devices: one virtio-blk per -d, on the chosen transport.
+ * Owned by the main thread, which creates them before the vCPUs start and
+ * stops them after the vCPUs are gone.
+ */
+#include <stdio.h>
+
+#include "lkvm/devices.h"
+#include "lkvm/util.h"
+#include "lkvm/virtio/blk.h"
+#include "lkvm/virtio/device.h"
+#include "lkvm/vm.h"
+
+struct vm_devices {
+	unsigned int nr_blk;
+	struct virtio_blk *blk[LKVM_MAX_DISKS];
+};
+
+static const char *const transport_names[] = {
+	[VIRTIO_TRANSPORT_PCI] = "pci",
+	[VIRTIO_TRANSPORT_PCI_LEGACY] = "pci-legacy",
+	[VIRTIO_TRANSPORT_MMIO] = "mmio",
+};
+
+int devices_create(struct vm *vm)
+{
+	const struct vm_config *cfg = vm->cfg;
+	struct vm_devices *d = vm_zalloc(vm, sizeof(*d));
+	unsigned int i;
+
+	if (!d)
+		return -1;
+	vm->devices = d;
+	for (i = 0; i < cfg->nr_disks; i++) {
+		struct virtio_blk_options opts = {
+			.disk = cfg->disks[i],
+			.transport = cfg->transport,
+			.nr_queues = 1,
+			.use_ioeventfd = !cfg->no_ioeventfd,
+		};
+
+		d->blk[i] = virtio_blk_create(vm, &opts);
+		if (!d->blk[i])
+			return -1;
+		d->nr_blk++;
+	}
+	return 0;
+}
+
+void devices_stop(struct vm *vm)
+{
+	unsigned int i;
+
+	if (!vm->devices)
+		return;
+	for (i = 0; i < vm->devices->nr_blk; i++)
+		virtio_blk_destroy(vm->devices->blk[i]);
+	vm->devices->nr_blk = 0;
+}
+
+static const char *transport_option(enum virtio_transport t)
+{
+	return t == VIRTIO_TRANSPORT_MMIO ? " and CONFIG_VIRTIO_MMIO" :
+					    " and CONFIG_VIRTIO_PCI";
+}
+
+void devices_report_unused(struct vm *vm)
+{
+	unsigned int i;
+
+	if (!vm->devices)
+		return;
+	for (i = 0; i < vm->devices->nr_blk; i++) {
+		struct virtio_device *vdev = virtio_blk_device(vm->devices->blk[i]);
+
+		if (!vdev->driver_seen)
+			pr_warn("the guest never initialised the virtio-blk disk '%s': does its kernel have CONFIG_VIRTIO_BLK%s (built in, or as modules its initramfs loads)?",
+				vm->cfg->disks[i].path,
+				transport_option(vm->cfg->transport));
+	}
+}
+
+static void write_queue_stats(FILE *f, const struct virtio_device *vdev)
+{
+	unsigned int i;
+
+	fprintf(f, "\"queues\":[");
+	for (i = 0; i < vdev->nr_queues; i++) {
+		const struct virtio_queue *q = &vdev->queues[i];
+
+		fprintf(f, "%s{\"kicks_eventfd\":%llu,\"kicks_exit\":%llu,"
+			"\"interrupts\":%llu,\"requests\":%llu}", i ? "," : "",
+			(unsigned long long)q->kicks_eventfd,
+			(unsigned long long)q->kicks_exit,
+			(unsigned long long)q->interrupts,
+			(unsigned long long)q->requests);
+	}
+	fprintf(f, "]");
+}
+
+void devices_write_stats(struct vm *vm, FILE *f)
+{
+	unsigned int i;
+
+	fprintf(f, "\"devices\":[");
+	for (i = 0; vm->devices && i < vm->cfg->nr_disks && vm->devices->blk[i]; i++) {
+		const struct virtio_device *vdev =
+			virtio_blk_device(vm->devices->blk[i]);
+
+		fprintf(f, "%s{\"type\":\"virtio-blk\",\"transport\":\"%s\","
+			"\"driver_seen\":%s,\"status\":%u,", i ? "," : "",
+			transport_names[vm->cfg->transport],
+			vdev->driver_seen ? "true" : "false", vdev->status);
+		write_queue_stats(f, vdev);
+		fprintf(f, "}");
+	}
+	fprintf(f, "]");
+}

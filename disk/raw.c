@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Raw disk images and block devices. Requests are served with vectored
+ * positional I/O; discard and write-zeroes become fallocate() hole punching
+ * and zero ranges, so a discarded range really frees host space.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lkvm/disk.h"
+#include "lkvm/util.h"
+
+int disk_parse_option(const char *arg, struct disk_config *cfg)
+{
+	char *copy = strdup(arg), *opt, *save = NULL;
+
+	if (!copy) {
+		pr_err("out of memory");
+		return -1;
+	}
+	memset(cfg, 0, sizeof(*cfg));
+	opt = strtok_r(copy, ",", &save);
+	if (!opt || !*opt) {
+		pr_err("-d '%s': no image path", arg);
+		free(copy);
+		return -1;
+	}
+	cfg->path = opt;	/* lives as long as the process: like argv */
+	while ((opt = strtok_r(NULL, ",", &save))) {
+		if (!strcmp(opt, "ro")) {
+			cfg->readonly = true;
+		} else if (!strcmp(opt, "direct")) {
+			cfg->direct = true;
+		} else {
+			pr_err("-d '%s': unknown disk option '%s' (ro, direct)",
+			       arg, opt);
+			free(copy);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int disk_lock(struct disk *disk)
+{
+	struct flock fl = {
+		.l_type = disk->readonly ? F_RDLCK : F_WRLCK,
+		.l_whence = SEEK_SET,
+	};
+
+	if (fcntl(disk->fd, F_OFD_SETLK, &fl) == 0)
+		return 0;
+	if (errno == EAGAIN || errno == EACCES)
+		pr_err("disk '%s' is in use by another process (locked)",
+		       disk->path);
+	else
+		pr_err("cannot lock disk '%s': %s", disk->path, strerror(errno));
+	return -1;
+}
+
+/* A serial that stays the same for the same image across runs. */
+static void disk_make_serial(struct disk *disk, const struct stat *st)
+{
+	char buf[DISK_SERIAL_LEN + 1];
+
+	snprintf(buf, sizeof(buf), "lkvm-%08llx%07llx",
+		 (unsigned long long)st->st_dev & 0xffffffff,
+		 (unsigned long long)st->st_ino & 0xfffffff);
+	memcpy(disk->serial, buf, DISK_SERIAL_LEN);
+}
+
+static int disk_get_size(struct disk *disk, const struct stat *st)
+{
+	if (S_ISBLK(st->st_mode)) {
+		disk->is_block_device = true;
+		if (ioctl(disk->fd, BLKGETSIZE64, &disk->size) < 0) {
+			pr_err("cannot get the size of '%s': %s", disk->path,
+			       strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		pr_err("disk '%s' is neither a file nor a block device",
+		       disk->path);
+		return -1;
+	}
+	disk->size = st->st_size;
+	return 0;
+}
+
+int disk_open(struct disk *disk, const struct disk_config *cfg)
+{
+	int flags = (cfg->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC |
+		    (cfg->direct ? O_DIRECT : 0);
+	struct stat st;
+
+	memset(disk, 0, sizeof(*disk));
+	disk->path = cfg->path;
+	disk->readonly = cfg->readonly;
+	disk->fd = open(cfg->path, flags);
+	if (disk->fd < 0) {
+		pr_err("cannot open disk '%s': %s", cfg->path, strerror(errno));
+		return -1;
+	}
+	if (fstat(disk->fd, &st) < 0 || disk_get_size(disk, &st) ||
+	    disk_lock(disk)) {
+		close(disk->fd);
+		disk->fd = -1;
+		return -1;
+	}
+	if (disk->size % 512)
+		pr_warn("disk '%s': size is not a multiple of 512 bytes; the tail is not visible",
+			cfg->path);
+	disk_make_serial(disk, &st);
+	return 0;
+}
+
+void disk_close(struct disk *disk)
+{
+	if (disk->fd >= 0)
+		close(disk->fd);
+	disk->fd = -1;
+}
+
+/* Advance an iovec array past `done` bytes after a short transfer. */
+static int iov_advance(struct iovec **iov, int *iovcnt, size_t done)
+{
+	while (*iovcnt && done >= (*iov)->iov_len) {
+		done -= (*iov)->iov_len;
+		(*iov)++;
+		(*iovcnt)--;
+	}
+	if (*iovcnt) {
+		(*iov)->iov_base = (char *)(*iov)->iov_base + done;
+		(*iov)->iov_len -= done;
+	}
+	return *iovcnt;
+}
+
+static int disk_io(struct disk *disk, const struct iovec *iov_in, int iovcnt,
+		   uint64_t offset, bool write)
+{
+	struct iovec iov_buf[IOV_MAX], *iov = iov_buf;
+
+	if (iovcnt > IOV_MAX)
+		return -EINVAL;
+	memcpy(iov_buf, iov_in, iovcnt * sizeof(*iov));
+	while (iovcnt) {
+		ssize_t n = write ? pwritev(disk->fd, iov, iovcnt, offset)
+				  : preadv(disk->fd, iov, iovcnt, offset);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;	/* the image shrank under us */
+		offset += n;
+		iov_advance(&iov, &iovcnt, n);
+	}
+	return 0;
+}
+
+int disk_readv(struct disk *disk, const struct iovec *iov, int iovcnt,
+	       uint64_t offset)
+{
+	return disk_io(disk, iov, iovcnt, offset, false);
+}
+
+int disk_writev(struct disk *disk, const struct iovec *iov, int iovcnt,
+		uint64_t offset)
+{
+	return disk_io(disk, iov, iovcnt, offset, true);
+}
+
+int disk_flush(struct disk *disk)
+{
+	return fdatasync(disk->fd) ? -errno : 0;
+}
+
+int disk_discard(struct disk *disk, uint64_t offset, uint64_t len)
+{
+	if (disk->is_block_device) {
+		uint64_t range[2] = { offset, len };
+
+		return ioctl(disk->fd, BLKDISCARD, range) ? -errno : 0;
+	}
+	if (fallocate(disk->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      offset, len))
+		return -errno;
+	return 0;
+}
+
+int disk_write_zeroes(struct disk *disk, uint64_t offset, uint64_t len,
+		      bool may_unmap)
+{
+	if (disk->is_block_device) {
+		uint64_t range[2] = { offset, len };
+
+		return ioctl(disk->fd, BLKZEROOUT, range) ? -errno : 0;
+	}
+	if (may_unmap && !fallocate(disk->fd, FALLOC_FL_PUNCH_HOLE |
+				    FALLOC_FL_KEEP_SIZE, offset, len))
+		return 0;
+	if (!fallocate(disk->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+		       offset, len))
+		return 0;
+	return -errno;
+}

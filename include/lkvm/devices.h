@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The devices the user asked for (disks, later NICs): created from the VM
+ * configuration after the board, stopped after the vCPUs, reported on at
+ * exit (--stats, and a hint when the guest never drove one).
+ */
+#ifndef LKVM_DEVICES_H
+#define LKVM_DEVICES_H
+
+#include <stdio.h>
+
+struct vm;
+
+int devices_create(struct vm *vm);
+void devices_stop(struct vm *vm);
+/* Warn about devices the guest never initialised, naming the likely cause. */
+void devices_report_unused(struct vm *vm);
+/* The "devices" member of the --stats object. */
+void devices_write_stats(struct vm *vm, FILE *f);
+
+#endif

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The virtio transports: how a virtio_device appears to the guest. */
+#ifndef LKVM_VIRTIO_TRANSPORT_H
+#define LKVM_VIRTIO_TRANSPORT_H
+
+struct vm;
+struct virtio_device;
+
+enum virtio_transport {
+	VIRTIO_TRANSPORT_PCI,		/* modern virtio-pci (default) */
+	VIRTIO_TRANSPORT_PCI_LEGACY,	/* transitional, I/O BAR */
+	VIRTIO_TRANSPORT_MMIO,		/* virtio-mmio version 2 */
+};
+
+/* Put vdev on a virtio-mmio slot the firmware tables will announce. */
+int virtio_mmio_create(struct vm *vm, struct virtio_device *vdev);
+
+#endif
