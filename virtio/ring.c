@@ -109,6 +109,7 @@ static enum virtq_error add_buf(struct virtq *vq, struct walk *w,
 	uint32_t *total = writable ? &w->in_len : &w->out_len;
 	void *hva;
 
+	/* the walks' own caps keep within this; it guards bufs[] itself */
 	if (w->nr >= vq->max_chain)
 		return VIRTQ_ERR_LOOP;
 	if (!writable && w->nr_in)
