@@ -129,28 +129,31 @@ static void bus_log_unhandled(struct bus *bus, uint64_t addr,
 bool bus_access(struct bus *bus, uint64_t addr, void *data, unsigned int len,
 		bool is_write)
 {
-	struct bus_range *r = NULL;
+	struct bus_dev *dev = NULL;
+	uint64_t offset = 0;
 	unsigned int i;
 
 	pthread_rwlock_rdlock(&bus->lock);
 	i = bus_lower_bound(bus, addr);
 	if (i < bus->nr_ranges && bus->ranges[i].base <= addr &&
-	    range_within(addr, len, bus->ranges[i].base, bus->ranges[i].size))
-		r = &bus->ranges[i];
-	if (r) {
-		struct bus_dev *dev = r->dev;
-		uint64_t offset = addr - r->base;
-
+	    range_within(addr, len, bus->ranges[i].base, bus->ranges[i].size)) {
+		dev = bus->ranges[i].dev;
+		offset = addr - bus->ranges[i].base;
+	}
+	/*
+	 * Devices live as long as the VM, so the callback runs unlocked: a
+	 * device may then (un)register ranges itself, as a PCI BAR move does.
+	 */
+	pthread_rwlock_unlock(&bus->lock);
+	if (dev) {
 		if (is_write && dev->ops->write)
 			dev->ops->write(dev, offset, data, len);
 		else if (!is_write && dev->ops->read)
 			dev->ops->read(dev, offset, data, len);
 		else if (!is_write)
 			memset(data, 0xff, len);
-	}
-	pthread_rwlock_unlock(&bus->lock);
-	if (r)
 		return true;
+	}
 	if (!is_write)
 		memset(data, 0xff, len);
 	if (bus->logged && addr >= PIO_SPACE)

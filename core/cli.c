@@ -65,9 +65,10 @@ void cli_usage_run(void)
 "  -d, --disk PATH[,ro][,direct]\n"
 "                        a virtio-blk disk: raw image or block device,\n"
 "                        locked while in use; repeatable (up to %d)\n"
-"      --virtio-transport mmio\n"
-"                        how virtio devices appear: virtio-mmio (found\n"
-"                        through ACPI); pci and pci-legacy are to come\n"
+"      --virtio-transport pci|pci-legacy|mmio\n"
+"                        how virtio devices appear: modern virtio-pci with\n"
+"                        MSI-X (default), legacy virtio-pci (I/O BAR,\n"
+"                        INTx) for old kernels, or virtio-mmio (in ACPI)\n"
 "      --no-ioeventfd    serve queue notifies in vCPU threads (to measure\n"
 "                        what ioeventfd saves)\n"
 "      --name NAME       a name for the VM\n"
@@ -172,9 +173,13 @@ static int parse_transport(const char *arg, enum virtio_transport *t)
 		*t = VIRTIO_TRANSPORT_MMIO;
 		return 0;
 	}
-	if (!strcmp(arg, "pci") || !strcmp(arg, "pci-legacy")) {
-		pr_err("--virtio-transport %s: not available yet; use mmio", arg);
-		return -1;
+	if (!strcmp(arg, "pci")) {
+		*t = VIRTIO_TRANSPORT_PCI;
+		return 0;
+	}
+	if (!strcmp(arg, "pci-legacy")) {
+		*t = VIRTIO_TRANSPORT_PCI_LEGACY;
+		return 0;
 	}
 	pr_err("--virtio-transport '%s': expected pci, pci-legacy or mmio", arg);
 	return -1;
@@ -257,7 +262,7 @@ enum cli_result cli_parse_run(int argc, char **argv, struct vm_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->mem_mib = DEFAULT_MEM_MIB;
 	cfg->nr_cpus = 1;
-	cfg->transport = VIRTIO_TRANSPORT_MMIO;	/* until virtio-pci lands */
+	cfg->transport = VIRTIO_TRANSPORT_PCI;
 	optind = 0;	/* 0: glibc re-initialises fully, so tests can parse twice */
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":k:i:p:m:c:f:d:vqh", run_options,

@@ -21,6 +21,7 @@
 #include "lkvm/vm.h"
 
 #define BLK_SECTOR		512ULL
+#define PCI_CLASS_STORAGE_SCSI	0x010000
 #define BLK_QUEUE_SIZE		256
 #define BLK_SEG_MAX		(BLK_QUEUE_SIZE - 2)	/* header + status */
 #define BLK_SIZE_MAX		(1U << 20)
@@ -298,9 +299,10 @@ static int blk_attach_transport(struct vm *vm, struct virtio_blk *blk,
 	switch (transport) {
 	case VIRTIO_TRANSPORT_MMIO:
 		return virtio_mmio_create(vm, &blk->vdev);
+	case VIRTIO_TRANSPORT_PCI_LEGACY:
+		return virtio_pci_create(vm, &blk->vdev, true, PCI_CLASS_STORAGE_SCSI);
 	default:
-		pr_err("virtio-blk: this transport is not available yet; use --virtio-transport mmio");
-		return -1;
+		return virtio_pci_create(vm, &blk->vdev, false, PCI_CLASS_STORAGE_SCSI);
 	}
 }
 

@@ -257,6 +257,30 @@ static void seal(struct acpi_header *h)
 	h->checksum = checksum(h, h->length);
 }
 
+/*
+ * _PRT: INTA-INTD of every slot, swizzled over the GSIs lkvm wires them to
+ * (arch_pci_intx_gsi); a GSI straight in the table (no link device) means
+ * level-triggered, active-low, shareable.
+ */
+static void dsdt_pci_prt(struct aml_buf *b)
+{
+	unsigned int slot, pin;
+
+	aml_name(b, "_PRT");
+	aml_package(b, 31 * 4);
+	for (slot = 1; slot < 32; slot++) {
+		for (pin = 0; pin < 4; pin++) {
+			aml_package(b, 4);
+			aml_integer(b, ((uint64_t)slot << 16) | 0xffff);
+			aml_integer(b, pin);
+			aml_integer(b, 0);
+			aml_integer(b, X86_PCI_INTX_GSI_BASE + (slot + pin) % 4);
+			aml_close(b);
+		}
+	}
+	aml_close(b);
+}
+
 static void dsdt_pci_host(struct aml_buf *b)
 {
 	aml_device(b, "PCI0");
@@ -275,6 +299,7 @@ static void dsdt_pci_host(struct aml_buf *b)
 			     X86_PCI_MMIO_START + X86_PCI_MMIO_SIZE - 1,
 			     AML_RES_PRODUCER);
 	aml_close(b);
+	dsdt_pci_prt(b);
 	aml_close(b);
 }
 

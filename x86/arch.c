@@ -155,11 +155,11 @@ unsigned int arch_irq_default_routes(struct kvm_irq_routing_entry *e,
 
 /*
  * virtio-mmio slots: 4 KiB each in their own window of the 32-bit hole,
- * with the IOAPIC pins nothing else on the board uses (edge-triggered, as
- * the DSDT describes them).
+ * with IOAPIC pins nothing else on the board uses (edge-triggered, as the
+ * DSDT describes them); pins 16-19 are the PCI slots' INTx.
  */
 static const uint8_t mmio_dev_gsis[] = {
-	5, 6, 7, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23,
+	5, 6, 7, 10, 11, 20, 21, 22, 23,
 };
 
 #define X86_VIRTIO_MMIO_SLOT	0x1000
@@ -174,4 +174,16 @@ int arch_mmio_dev_slot(unsigned int n, uint64_t *base, uint32_t *size,
 	*size = X86_VIRTIO_MMIO_SLOT;
 	*gsi = mmio_dev_gsis[n];
 	return 0;
+}
+
+void arch_pci_bar_window(uint64_t *mmio_base, uint64_t *io_base)
+{
+	*mmio_base = X86_PCI_MMIO_START;
+	*io_base = X86_PCI_IO_START;
+}
+
+/* The swizzle the DSDT's _PRT describes: slot + pin over GSIs 16-19. */
+uint32_t arch_pci_intx_gsi(unsigned int slot, unsigned int pin)
+{
+	return X86_PCI_INTX_GSI_BASE + (slot + pin) % 4;
 }

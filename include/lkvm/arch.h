@@ -38,6 +38,11 @@ void arch_vm_exit(struct vm *vm);
 int arch_mmio_dev_slot(unsigned int n, uint64_t *base, uint32_t *size,
 		       uint32_t *gsi);
 
+/* Where PCI BARs go (inside the host bridge's windows). */
+void arch_pci_bar_window(uint64_t *mmio_base, uint64_t *io_base);
+/* The GSI of a PCI slot's interrupt pin (0 = INTA), as the DSDT routes it. */
+uint32_t arch_pci_intx_gsi(unsigned int slot, unsigned int pin);
+
 /* true when this /dev/kvm cannot run guests at hardware speed */
 int arch_kvm_is_software(int kvm_fd);
 

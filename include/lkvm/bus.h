@@ -36,7 +36,8 @@ struct bus_range {
 /*
  * Ranges are kept sorted for binary search. Registration normally happens
  * before the vCPUs start; later changes (PCI BAR moves) take the write side
- * of `lock`, lookups from vCPU threads take the read side.
+ * of `lock`, lookups from vCPU threads take the read side. Devices are
+ * never freed while the VM runs, so callbacks run without the lock.
  */
 struct bus {
 	const char *name;		/* "pio" or "mmio", for messages */

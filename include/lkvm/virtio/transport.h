@@ -3,6 +3,9 @@
 #ifndef LKVM_VIRTIO_TRANSPORT_H
 #define LKVM_VIRTIO_TRANSPORT_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 struct vm;
 struct virtio_device;
 
@@ -14,5 +17,9 @@ enum virtio_transport {
 
 /* Put vdev on a virtio-mmio slot the firmware tables will announce. */
 int virtio_mmio_create(struct vm *vm, struct virtio_device *vdev);
+
+/* Put vdev on PCI bus 0: modern, or legacy (I/O BAR, INTx). */
+int virtio_pci_create(struct vm *vm, struct virtio_device *vdev, bool legacy,
+		      uint32_t class_code);
 
 #endif

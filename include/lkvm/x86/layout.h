@@ -58,6 +58,8 @@
 #define X86_PORT_PM_TMR		0x608	/* 4 bytes, 3.579545 MHz */
 #define X86_IRQ_SCI		9
 #define X86_PORT_PCI_CONFIG	0xcf8
+#define X86_PCI_IO_START	0xc000	/* legacy virtio I/O BARs */
+#define X86_PCI_INTX_GSI_BASE	16	/* INTA-INTD swizzled over 16-19 */
 
 /* SLP_TYP value the DSDT's \_S5 package gives and the PM device acts on. */
 #define X86_SLP_TYP_S5		5

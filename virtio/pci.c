@@ -1,0 +1,825 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * virtio-pci. Two flavours of one PCI function:
+ *  - modern (virtio 1.x, 4.1): vendor capabilities pointing into a 64-bit
+ *    memory BAR that holds the common config, ISR, device config, one
+ *    notify address per queue and the MSI-X table and PBA;
+ *  - legacy (virtio 0.9.5 register layout in an I/O BAR), for old kernels.
+ * Every notify address is bound to an ioeventfd (datamatch = queue index),
+ * interrupts leave through irqfds: one per MSI-X vector (GSI routes that
+ * follow the table), or INTx, level-triggered with a resample fd.
+ *
+ * BARs are assigned here, as firmware would, inside the window the DSDT
+ * gives the host bridge; a guest may move them, and the BAR regions and
+ * ioeventfds follow.
+ */
+#include <errno.h>
+#include <linux/kvm.h>
+#include <linux/virtio_pci.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "lkvm/arch.h"
+#include "lkvm/bus.h"
+#include "lkvm/irq.h"
+#include "lkvm/pci.h"
+#include "lkvm/util.h"
+#include "lkvm/virtio/device.h"
+#include "lkvm/virtio/transport.h"
+#include "lkvm/vm.h"
+
+#define PCI_VENDOR_REDHAT_QUMRANET	0x1af4
+#define PCI_DEVICE_MODERN_BASE		0x1040
+#define PCI_STATUS_CAP_LIST		0x10
+#define PCI_COMMAND_IO			0x1
+#define PCI_COMMAND_MEMORY		0x2
+#define PCI_COMMAND_MASTER		0x4
+#define PCI_COMMAND_INTX_DISABLE	0x400
+#define PCI_CAP_ID_MSIX			0x11
+#define PCI_CAP_ID_VNDR			0x09
+#define MSIX_CTRL_ENABLE		0x8000
+#define MSIX_CTRL_MASKALL		0x4000
+#define MSIX_ENTRY_MASKED		0x1
+#define VIRTIO_NO_VECTOR		0xffff
+#define VIRTIO_PCI_ISR_QUEUE		0x1
+
+/* Config space offsets of what we put there. */
+#define CFG_BAR0		0x10
+#define CFG_BAR4		0x20
+#define CFG_BAR5		0x24
+#define CFG_CAP_PTR		0x34
+#define CFG_INT_LINE		0x3c
+#define CFG_INT_PIN		0x3d
+#define CAP_MSIX		0x40
+#define CAP_COMMON		0x4c
+#define CAP_NOTIFY		0x5c
+#define CAP_ISR			0x70
+#define CAP_DEVICE		0x80
+
+/* The modern BAR (BAR 4): 32 KiB. */
+#define BAR4_SIZE		0x8000
+#define BAR4_COMMON		0x0000
+#define BAR4_ISR		0x1000
+#define BAR4_DEVICE		0x2000
+#define BAR4_NOTIFY		0x3000
+#define BAR4_MSIX_TABLE		0x4000
+#define BAR4_MSIX_PBA		0x6000
+#define NOTIFY_MULTIPLIER	4
+/* The legacy BAR (BAR 0): registers, then device config. */
+#define BAR0_SIZE		0x100
+
+#define MSIX_MAX_VECTORS	(VIRTIO_MAX_QUEUES + 1)
+
+struct msix_entry {
+	uint32_t addr_lo;
+	uint32_t addr_hi;
+	uint32_t data;
+	uint32_t ctrl;
+};
+
+/*
+ * Everything below is guarded by vdev->lock, except isr and the pending
+ * bits (atomics: set from the I/O thread, cleared by vCPUs).
+ */
+struct virtio_pci {
+	struct pci_device pdev;
+	struct virtio_device *vdev;
+	struct vm *vm;
+	bool legacy;
+	int slot;
+
+	struct bus_dev bar_dev;		/* BAR 4 (modern) or BAR 0 (legacy) */
+	uint64_t bar_addr;		/* where it is mapped; 0: not mapped */
+	uint32_t bar_size;
+
+	uint32_t host_features_sel;
+	uint32_t guest_features_sel;
+	uint16_t queue_sel;
+	uint16_t config_vector;
+	uint32_t isr;
+
+	unsigned int nr_vectors;
+	struct msix_entry msix[MSIX_MAX_VECTORS];
+	uint64_t msix_pending;		/* PBA: one bit per vector (< 64) */
+	int vector_gsi[MSIX_MAX_VECTORS];
+	int vector_fd[MSIX_MAX_VECTORS];
+
+	uint32_t intx_gsi;
+	int intx_fd;
+	int intx_resample_fd;
+	struct io_source resample;
+};
+
+static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+
+static bool msix_enabled(const struct virtio_pci *vp)
+{
+	return get16(vp->pdev.cfg + CAP_MSIX + 2) & MSIX_CTRL_ENABLE;
+}
+
+static bool msix_masked_all(const struct virtio_pci *vp)
+{
+	return get16(vp->pdev.cfg + CAP_MSIX + 2) & MSIX_CTRL_MASKALL;
+}
+
+/* ---- interrupts ---- */
+
+static void eventfd_signal(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		pr_warn_once("virtio-pci: irqfd: %s", strerror(errno));
+}
+
+static void msix_fire(struct virtio_pci *vp, uint16_t vector)
+{
+	if (vector >= vp->nr_vectors)
+		return;
+	if (msix_masked_all(vp) || (vp->msix[vector].ctrl & MSIX_ENTRY_MASKED)) {
+		__atomic_fetch_or(&vp->msix_pending, 1ULL << vector,
+				  __ATOMIC_SEQ_CST);
+		return;
+	}
+	eventfd_signal(vp->vector_fd[vector]);
+}
+
+static void intx_raise(struct virtio_pci *vp, uint32_t why)
+{
+	__atomic_fetch_or(&vp->isr, why, __ATOMIC_SEQ_CST);
+	if (!(get16(vp->pdev.cfg + 0x04) & PCI_COMMAND_INTX_DISABLE))
+		eventfd_signal(vp->intx_fd);
+}
+
+static void pci_signal_queue(struct virtio_device *vdev, struct virtio_queue *q)
+{
+	struct virtio_pci *vp = vdev->transport_priv;
+
+	if (msix_enabled(vp))
+		msix_fire(vp, q->msix_vector);
+	else
+		intx_raise(vp, VIRTIO_PCI_ISR_QUEUE);
+}
+
+static void pci_signal_config(struct virtio_device *vdev)
+{
+	struct virtio_pci *vp = vdev->transport_priv;
+
+	if (msix_enabled(vp)) {
+		__atomic_fetch_or(&vp->isr, VIRTIO_PCI_ISR_CONFIG,
+				  __ATOMIC_SEQ_CST);
+		msix_fire(vp, vp->config_vector);
+	} else {
+		intx_raise(vp, VIRTIO_PCI_ISR_CONFIG);
+	}
+}
+
+/* KVM dropped the level at EOI: raise it again if still pending. */
+static void intx_resample(struct io_source *src, uint32_t events)
+{
+	struct virtio_pci *vp = src->opaque;
+	uint64_t v;
+
+	if (read(src->fd, &v, sizeof(v)) < 0)
+		return;
+	if (__atomic_load_n(&vp->isr, __ATOMIC_SEQ_CST))
+		eventfd_signal(vp->intx_fd);
+}
+
+/* A table entry changed: route its GSI to the new address and data. */
+static void msix_update_route(struct virtio_pci *vp, unsigned int v)
+{
+	const struct msix_entry *e = &vp->msix[v];
+
+	irq_msi_route_update(vp->vm, vp->vector_gsi[v],
+			     ((uint64_t)e->addr_hi << 32) | e->addr_lo, e->data);
+}
+
+static void msix_deliver_pending(struct virtio_pci *vp)
+{
+	unsigned int v;
+
+	if (!msix_enabled(vp) || msix_masked_all(vp))
+		return;
+	for (v = 0; v < vp->nr_vectors; v++) {
+		uint64_t bit = 1ULL << v;
+
+		if ((vp->msix_pending & bit) &&
+		    !(vp->msix[v].ctrl & MSIX_ENTRY_MASKED)) {
+			__atomic_fetch_and(&vp->msix_pending, ~bit,
+					   __ATOMIC_SEQ_CST);
+			eventfd_signal(vp->vector_fd[v]);
+		}
+	}
+}
+
+static void msix_table_write(struct virtio_pci *vp, uint64_t off,
+			     const void *data, unsigned int len)
+{
+	unsigned int v = off / sizeof(struct msix_entry);
+	unsigned int field = off % sizeof(struct msix_entry);
+
+	if (v >= vp->nr_vectors || (len != 4 && len != 8) || field % 4 ||
+	    field + len > sizeof(struct msix_entry))
+		return;
+	memcpy((uint8_t *)&vp->msix[v] + field, data, len);
+	if (field < 12)
+		msix_update_route(vp, v);
+	msix_deliver_pending(vp);
+}
+
+static void msix_table_read(struct virtio_pci *vp, uint64_t off, void *data,
+			    unsigned int len)
+{
+	unsigned int v = off / sizeof(struct msix_entry);
+	unsigned int field = off % sizeof(struct msix_entry);
+
+	memset(data, 0, len);
+	if (v < vp->nr_vectors && field + len <= sizeof(struct msix_entry))
+		memcpy(data, (uint8_t *)&vp->msix[v] + field, len);
+}
+
+/* ---- notify addresses and ioeventfds ---- */
+
+static uint64_t notify_addr(const struct virtio_pci *vp, unsigned int index)
+{
+	if (vp->legacy)
+		return vp->bar_addr + VIRTIO_PCI_QUEUE_NOTIFY;
+	return vp->bar_addr + BAR4_NOTIFY + index * NOTIFY_MULTIPLIER;
+}
+
+static int pci_ioeventfd(struct virtio_pci *vp, struct virtio_queue *q,
+			 bool assign)
+{
+	struct kvm_ioeventfd ioev = {
+		.addr = notify_addr(vp, q->index),
+		.len = 2,
+		.fd = q->kick_fd,
+		.datamatch = q->index,
+		.flags = KVM_IOEVENTFD_FLAG_DATAMATCH |
+			 (vp->legacy ? KVM_IOEVENTFD_FLAG_PIO : 0) |
+			 (assign ? 0 : KVM_IOEVENTFD_FLAG_DEASSIGN),
+	};
+
+	if (!vp->bar_addr)
+		return 0;	/* not mapped: kicks cannot happen */
+	if (ioctl(vp->vm->vm_fd, KVM_IOEVENTFD, &ioev) < 0) {
+		pr_err("virtio-pci: KVM_IOEVENTFD at %#llx: %s",
+		       (unsigned long long)ioev.addr, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int pci_kick_attach(struct virtio_device *vdev, struct virtio_queue *q)
+{
+	return pci_ioeventfd(vdev->transport_priv, q, true);
+}
+
+static void pci_kick_detach(struct virtio_device *vdev, struct virtio_queue *q)
+{
+	pci_ioeventfd(vdev->transport_priv, q, false);
+}
+
+static const struct virtio_transport_ops pci_transport_ops = {
+	.kick_attach = pci_kick_attach,
+	.kick_detach = pci_kick_detach,
+	.signal_queue = pci_signal_queue,
+	.signal_config = pci_signal_config,
+};
+
+/* ---- the modern BAR ---- */
+
+static struct virtio_queue *selected_queue(struct virtio_pci *vp)
+{
+	return vp->queue_sel < vp->vdev->nr_queues ?
+	       &vp->vdev->queues[vp->queue_sel] : NULL;
+}
+
+/* Caller holds vdev->lock. */
+static uint32_t common_read(struct virtio_pci *vp, unsigned int off)
+{
+	struct virtio_device *vdev = vp->vdev;
+	struct virtio_queue *q = selected_queue(vp);
+
+	switch (off) {
+	case VIRTIO_PCI_COMMON_DFSELECT:	return vp->host_features_sel;
+	case VIRTIO_PCI_COMMON_DF:
+		return virtio_get_host_features(vdev, vp->host_features_sel);
+	case VIRTIO_PCI_COMMON_GFSELECT:	return vp->guest_features_sel;
+	case VIRTIO_PCI_COMMON_GF:
+		return vp->guest_features_sel < 2 ?
+		       (uint32_t)(vdev->guest_features >>
+				  (32 * vp->guest_features_sel)) : 0;
+	case VIRTIO_PCI_COMMON_MSIX:		return vp->config_vector;
+	case VIRTIO_PCI_COMMON_NUMQ:		return vdev->nr_queues;
+	case VIRTIO_PCI_COMMON_STATUS:		return virtio_get_status(vdev);
+	case VIRTIO_PCI_COMMON_CFGGENERATION:	return vdev->config_generation;
+	case VIRTIO_PCI_COMMON_Q_SELECT:	return vp->queue_sel;
+	case VIRTIO_PCI_COMMON_Q_SIZE:		return q ? q->size : 0;
+	case VIRTIO_PCI_COMMON_Q_MSIX:
+		return q ? q->msix_vector : VIRTIO_NO_VECTOR;
+	case VIRTIO_PCI_COMMON_Q_ENABLE:	return q ? q->enabled : 0;
+	case VIRTIO_PCI_COMMON_Q_NOFF:		return q ? q->index : 0;
+	case VIRTIO_PCI_COMMON_Q_DESCLO:	return q ? (uint32_t)q->desc_gpa : 0;
+	case VIRTIO_PCI_COMMON_Q_DESCHI:	return q ? q->desc_gpa >> 32 : 0;
+	case VIRTIO_PCI_COMMON_Q_AVAILLO:	return q ? (uint32_t)q->avail_gpa : 0;
+	case VIRTIO_PCI_COMMON_Q_AVAILHI:	return q ? q->avail_gpa >> 32 : 0;
+	case VIRTIO_PCI_COMMON_Q_USEDLO:	return q ? (uint32_t)q->used_gpa : 0;
+	case VIRTIO_PCI_COMMON_Q_USEDHI:	return q ? q->used_gpa >> 32 : 0;
+	default:				return 0;
+	}
+}
+
+static void set_lo(uint64_t *v, uint32_t lo) { *v = (*v & ~0xffffffffULL) | lo; }
+static void set_hi(uint64_t *v, uint32_t hi) { *v = (*v & 0xffffffffULL) | ((uint64_t)hi << 32); }
+
+static uint16_t valid_vector(const struct virtio_pci *vp, uint32_t v)
+{
+	return v < vp->nr_vectors ? v : VIRTIO_NO_VECTOR;
+}
+
+/* Queue fields change only while the queue is disabled. Holds vdev->lock. */
+static void common_write_queue(struct virtio_pci *vp, struct virtio_queue *q,
+			       unsigned int off, uint32_t val)
+{
+	if (!q)
+		return;
+	if (off == VIRTIO_PCI_COMMON_Q_ENABLE) {
+		if (val == 1)
+			virtio_queue_set_enabled(vp->vdev, q, true);
+		return;
+	}
+	if (off == VIRTIO_PCI_COMMON_Q_MSIX) {
+		q->msix_vector = valid_vector(vp, val);
+		return;
+	}
+	if (q->enabled)
+		return;
+	switch (off) {
+	case VIRTIO_PCI_COMMON_Q_SIZE:
+		if (val && val <= q->max_size && !(val & (val - 1)))
+			q->size = val;
+		break;
+	case VIRTIO_PCI_COMMON_Q_DESCLO:	set_lo(&q->desc_gpa, val); break;
+	case VIRTIO_PCI_COMMON_Q_DESCHI:	set_hi(&q->desc_gpa, val); break;
+	case VIRTIO_PCI_COMMON_Q_AVAILLO:	set_lo(&q->avail_gpa, val); break;
+	case VIRTIO_PCI_COMMON_Q_AVAILHI:	set_hi(&q->avail_gpa, val); break;
+	case VIRTIO_PCI_COMMON_Q_USEDLO:	set_lo(&q->used_gpa, val); break;
+	case VIRTIO_PCI_COMMON_Q_USEDHI:	set_hi(&q->used_gpa, val); break;
+	}
+}
+
+static void common_write(struct virtio_pci *vp, unsigned int off, uint32_t val)
+{
+	struct virtio_device *vdev = vp->vdev;
+
+	/* These take vdev->lock themselves. */
+	if (off == VIRTIO_PCI_COMMON_STATUS) {
+		virtio_set_status(vdev, val);
+		if (!val)
+			vp->config_vector = VIRTIO_NO_VECTOR;
+		return;
+	}
+	if (off == VIRTIO_PCI_COMMON_GF) {
+		virtio_set_guest_features(vdev, vp->guest_features_sel, val);
+		return;
+	}
+	pthread_mutex_lock(&vdev->lock);
+	switch (off) {
+	case VIRTIO_PCI_COMMON_DFSELECT:	vp->host_features_sel = val; break;
+	case VIRTIO_PCI_COMMON_GFSELECT:	vp->guest_features_sel = val; break;
+	case VIRTIO_PCI_COMMON_MSIX:	vp->config_vector = valid_vector(vp, val); break;
+	case VIRTIO_PCI_COMMON_Q_SELECT:	vp->queue_sel = val; break;
+	default:
+		common_write_queue(vp, selected_queue(vp), off, val);
+	}
+	pthread_mutex_unlock(&vdev->lock);
+}
+
+static uint32_t read_value(const void *data, unsigned int len)
+{
+	uint32_t v = 0;
+
+	memcpy(&v, data, MIN(len, 4u));
+	return v;
+}
+
+static void modern_read(struct virtio_pci *vp, uint64_t off, void *data,
+			unsigned int len)
+{
+	uint32_t v;
+
+	memset(data, 0, len);
+	if (off < BAR4_ISR) {
+		pthread_mutex_lock(&vp->vdev->lock);
+		v = common_read(vp, off);
+		pthread_mutex_unlock(&vp->vdev->lock);
+		memcpy(data, &v, MIN(len, 4u));
+	} else if (off == BAR4_ISR) {
+		/* Reading the ISR acknowledges it (and lowers INTx). */
+		*(uint8_t *)data = __atomic_exchange_n(&vp->isr, 0,
+						       __ATOMIC_SEQ_CST);
+	} else if (off >= BAR4_DEVICE && off < BAR4_NOTIFY) {
+		virtio_config_read(vp->vdev, off - BAR4_DEVICE, data, len);
+	} else if (off >= BAR4_MSIX_TABLE && off < BAR4_MSIX_PBA) {
+		pthread_mutex_lock(&vp->vdev->lock);
+		msix_table_read(vp, off - BAR4_MSIX_TABLE, data, len);
+		pthread_mutex_unlock(&vp->vdev->lock);
+	} else if (off >= BAR4_MSIX_PBA && off < BAR4_MSIX_PBA + 8) {
+		uint64_t pba = __atomic_load_n(&vp->msix_pending, __ATOMIC_SEQ_CST);
+		unsigned int byte = off - BAR4_MSIX_PBA;
+
+		memcpy(data, (uint8_t *)&pba + byte, MIN(len, 8 - byte));
+	}
+}
+
+static void modern_write(struct virtio_pci *vp, uint64_t off,
+			 const void *data, unsigned int len)
+{
+	if (off < BAR4_ISR) {
+		common_write(vp, off, read_value(data, len));
+	} else if (off >= BAR4_DEVICE && off < BAR4_NOTIFY) {
+		virtio_config_write(vp->vdev, off - BAR4_DEVICE, data, len);
+	} else if (off >= BAR4_NOTIFY && off < BAR4_MSIX_TABLE) {
+		virtio_queue_notify(vp->vdev, (off - BAR4_NOTIFY) / NOTIFY_MULTIPLIER);
+	} else if (off >= BAR4_MSIX_TABLE && off < BAR4_MSIX_PBA) {
+		pthread_mutex_lock(&vp->vdev->lock);
+		msix_table_write(vp, off - BAR4_MSIX_TABLE, data, len);
+		pthread_mutex_unlock(&vp->vdev->lock);
+	}
+}
+
+/* ---- the legacy I/O BAR ---- */
+
+static unsigned int legacy_config_offset(const struct virtio_pci *vp)
+{
+	return VIRTIO_PCI_CONFIG_OFF(msix_enabled(vp));
+}
+
+static uint32_t legacy_read_reg(struct virtio_pci *vp, uint64_t off)
+{
+	struct virtio_queue *q = selected_queue(vp);
+
+	switch (off) {
+	case VIRTIO_PCI_HOST_FEATURES:
+		return virtio_get_host_features(vp->vdev, 0);
+	case VIRTIO_PCI_GUEST_FEATURES:
+		return (uint32_t)vp->vdev->guest_features;
+	case VIRTIO_PCI_QUEUE_PFN:
+		return q && q->enabled ? q->desc_gpa >> VIRTIO_PCI_QUEUE_ADDR_SHIFT : 0;
+	case VIRTIO_PCI_QUEUE_NUM:	return q ? q->max_size : 0;
+	case VIRTIO_PCI_QUEUE_SEL:	return vp->queue_sel;
+	case VIRTIO_PCI_STATUS:		return virtio_get_status(vp->vdev);
+	case VIRTIO_MSI_CONFIG_VECTOR:	return vp->config_vector;
+	case VIRTIO_MSI_QUEUE_VECTOR:	return q ? q->msix_vector : VIRTIO_NO_VECTOR;
+	default:			return 0;
+	}
+}
+
+/* The legacy ring layout: avail after desc, used on the next 4 KiB. */
+static void legacy_set_pfn(struct virtio_pci *vp, struct virtio_queue *q,
+			   uint32_t pfn)
+{
+	uint64_t base = (uint64_t)pfn << VIRTIO_PCI_QUEUE_ADDR_SHIFT;
+
+	if (!pfn) {
+		virtio_queue_set_enabled(vp->vdev, q, false);
+		return;
+	}
+	q->size = q->max_size;
+	q->desc_gpa = base;
+	q->avail_gpa = base + 16ULL * q->size;
+	q->used_gpa = ALIGN_UP(q->avail_gpa + 6 + 2ULL * q->size,
+			       (uint64_t)VIRTIO_PCI_VRING_ALIGN);
+	virtio_queue_set_enabled(vp->vdev, q, true);
+}
+
+static void legacy_write_reg(struct virtio_pci *vp, uint64_t off, uint32_t val)
+{
+	struct virtio_queue *q = selected_queue(vp);
+
+	switch (off) {
+	case VIRTIO_PCI_QUEUE_PFN:
+		if (q)
+			legacy_set_pfn(vp, q, val);
+		break;
+	case VIRTIO_PCI_QUEUE_SEL:
+		vp->queue_sel = val;
+		break;
+	case VIRTIO_MSI_CONFIG_VECTOR:
+		vp->config_vector = valid_vector(vp, val);
+		break;
+	case VIRTIO_MSI_QUEUE_VECTOR:
+		if (q)
+			q->msix_vector = valid_vector(vp, val);
+		break;
+	}
+}
+
+static void legacy_read(struct virtio_pci *vp, uint64_t off, void *data,
+			unsigned int len)
+{
+	unsigned int cfg = legacy_config_offset(vp);
+	uint32_t v;
+
+	memset(data, 0, len);
+	if (off >= cfg) {
+		virtio_config_read(vp->vdev, off - cfg, data, len);
+		return;
+	}
+	if (off == VIRTIO_PCI_ISR) {
+		*(uint8_t *)data = __atomic_exchange_n(&vp->isr, 0,
+						       __ATOMIC_SEQ_CST);
+		return;
+	}
+	pthread_mutex_lock(&vp->vdev->lock);
+	v = legacy_read_reg(vp, off);
+	pthread_mutex_unlock(&vp->vdev->lock);
+	memcpy(data, &v, MIN(len, 4u));
+}
+
+static void legacy_write(struct virtio_pci *vp, uint64_t off, const void *data,
+			 unsigned int len)
+{
+	unsigned int cfg = legacy_config_offset(vp);
+	uint32_t v = read_value(data, len);
+
+	if (off >= cfg) {
+		virtio_config_write(vp->vdev, off - cfg, data, len);
+	} else if (off == VIRTIO_PCI_QUEUE_NOTIFY) {
+		virtio_queue_notify(vp->vdev, v);
+	} else if (off == VIRTIO_PCI_STATUS) {
+		virtio_set_status(vp->vdev, v);
+		if (!v)
+			vp->config_vector = VIRTIO_NO_VECTOR;
+	} else if (off == VIRTIO_PCI_GUEST_FEATURES) {
+		virtio_set_guest_features(vp->vdev, 0, v);
+	} else {
+		pthread_mutex_lock(&vp->vdev->lock);
+		legacy_write_reg(vp, off, v);
+		pthread_mutex_unlock(&vp->vdev->lock);
+	}
+}
+
+static void bar_read(struct bus_dev *dev, uint64_t off, void *data,
+		     unsigned int len)
+{
+	struct virtio_pci *vp = dev->priv;
+
+	if (vp->legacy)
+		legacy_read(vp, off, data, len);
+	else
+		modern_read(vp, off, data, len);
+}
+
+static void bar_write(struct bus_dev *dev, uint64_t off, const void *data,
+		      unsigned int len)
+{
+	struct virtio_pci *vp = dev->priv;
+
+	if (vp->legacy)
+		legacy_write(vp, off, data, len);
+	else
+		modern_write(vp, off, data, len);
+}
+
+static const struct bus_ops bar_ops = {
+	.read = bar_read,
+	.write = bar_write,
+};
+
+/* ---- configuration space ---- */
+
+static uint64_t bar_address(const struct virtio_pci *vp)
+{
+	const uint8_t *cfg = vp->pdev.cfg;
+	uint16_t cmd = get16(cfg + 0x04);
+
+	if (vp->legacy)
+		return (cmd & PCI_COMMAND_IO) ?
+		       (get32(cfg + CFG_BAR0) & 0xfffc) : 0;
+	if (!(cmd & PCI_COMMAND_MEMORY))
+		return 0;
+	return (get32(cfg + CFG_BAR4) & ~0xfULL) |
+	       ((uint64_t)get32(cfg + CFG_BAR5) << 32);
+}
+
+/* Move every live queue's ioeventfd along with its BAR. */
+static void move_ioeventfds(struct virtio_pci *vp, uint64_t addr)
+{
+	struct virtio_device *vdev = vp->vdev;
+	unsigned int i;
+
+	pthread_mutex_lock(&vdev->lock);
+	for (i = 0; i < vdev->nr_queues; i++) {
+		struct virtio_queue *q = &vdev->queues[i];
+
+		pthread_mutex_lock(&q->lock);
+		if (q->live && vdev->use_ioeventfd)
+			pci_ioeventfd(vp, q, false);
+		pthread_mutex_unlock(&q->lock);
+	}
+	vp->bar_addr = addr;
+	for (i = 0; i < vdev->nr_queues; i++) {
+		struct virtio_queue *q = &vdev->queues[i];
+
+		pthread_mutex_lock(&q->lock);
+		if (q->live && vdev->use_ioeventfd)
+			pci_ioeventfd(vp, q, true);
+		pthread_mutex_unlock(&q->lock);
+	}
+	pthread_mutex_unlock(&vdev->lock);
+}
+
+/* Called under the PCI host's lock after the guest wrote config space. */
+static void virtio_pci_cfg_write(struct pci_device *pdev, unsigned int offset,
+				 const void *data, unsigned int len)
+{
+	struct virtio_pci *vp = pdev->priv;
+	struct bus *bus = vp->legacy ? &vp->vm->pio : &vp->vm->mmio;
+	uint64_t addr = bar_address(vp);
+
+	if (offset <= CAP_MSIX + 3 && offset + len > CAP_MSIX + 2) {
+		pthread_mutex_lock(&vp->vdev->lock);
+		msix_deliver_pending(vp);
+		pthread_mutex_unlock(&vp->vdev->lock);
+	}
+	if (addr == vp->bar_addr)
+		return;
+	if (vp->bar_addr)
+		bus_unregister(bus, vp->bar_addr);
+	if (addr && bus_register(bus, addr, vp->bar_size, &vp->bar_dev))
+		addr = 0;
+	move_ioeventfds(vp, addr);
+}
+
+static const struct pci_device_ops virtio_pci_dev_ops = {
+	.cfg_write = virtio_pci_cfg_write,
+};
+
+static void cfg_wmask32(struct pci_device *pdev, unsigned int off, uint32_t m)
+{
+	put32(pdev->wmask + off, m);
+}
+
+static void add_vendor_cap(uint8_t *cfg, unsigned int at, unsigned int next,
+			   uint8_t type, uint32_t offset, uint32_t length,
+			   unsigned int cap_len)
+{
+	cfg[at + 0] = PCI_CAP_ID_VNDR;
+	cfg[at + 1] = next;
+	cfg[at + 2] = cap_len;
+	cfg[at + 3] = type;
+	cfg[at + 4] = 4;	/* BAR 4 */
+	put32(cfg + at + 8, offset);
+	put32(cfg + at + 12, length);
+}
+
+static void setup_msix_cap(struct virtio_pci *vp, unsigned int next)
+{
+	uint8_t *cfg = vp->pdev.cfg;
+	uint8_t bir = 4;
+
+	cfg[CAP_MSIX] = PCI_CAP_ID_MSIX;
+	cfg[CAP_MSIX + 1] = next;
+	put16(cfg + CAP_MSIX + 2, vp->nr_vectors - 1);
+	put32(cfg + CAP_MSIX + 4, BAR4_MSIX_TABLE | bir);
+	put32(cfg + CAP_MSIX + 8, BAR4_MSIX_PBA | bir);
+	vp->pdev.wmask[CAP_MSIX + 3] = 0xc0;	/* enable, function mask */
+}
+
+static void setup_modern_caps(struct virtio_pci *vp)
+{
+	uint8_t *cfg = vp->pdev.cfg;
+
+	setup_msix_cap(vp, CAP_COMMON);
+	add_vendor_cap(cfg, CAP_COMMON, CAP_NOTIFY, VIRTIO_PCI_CAP_COMMON_CFG,
+		       BAR4_COMMON, 0x1000, 16);
+	add_vendor_cap(cfg, CAP_NOTIFY, CAP_ISR, VIRTIO_PCI_CAP_NOTIFY_CFG,
+		       BAR4_NOTIFY, 0x1000, 20);
+	put32(cfg + CAP_NOTIFY + 16, NOTIFY_MULTIPLIER);
+	add_vendor_cap(cfg, CAP_ISR, CAP_DEVICE, VIRTIO_PCI_CAP_ISR_CFG,
+		       BAR4_ISR, 0x1000, 16);
+	add_vendor_cap(cfg, CAP_DEVICE, 0, VIRTIO_PCI_CAP_DEVICE_CFG,
+		       BAR4_DEVICE, 0x1000, 16);
+}
+
+static void setup_config_space(struct virtio_pci *vp, uint32_t class_code)
+{
+	struct pci_device *pdev = &vp->pdev;
+	uint8_t *cfg = pdev->cfg;
+	uint32_t id = vp->vdev->ops->device_id;
+
+	put16(cfg + 0x00, PCI_VENDOR_REDHAT_QUMRANET);
+	/* Legacy IDs for the two devices old drivers know. */
+	put16(cfg + 0x02, vp->legacy ? (id == 1 ? 0x1000 : 0x1001)
+				     : PCI_DEVICE_MODERN_BASE + id);
+	put32(cfg + 0x08, (class_code << 8) | (vp->legacy ? 0 : 1));
+	put16(cfg + 0x2c, PCI_VENDOR_REDHAT_QUMRANET);
+	put16(cfg + 0x2e, vp->legacy ? id : 0x1100);
+	cfg[CFG_INT_LINE] = vp->intx_gsi;
+	cfg[CFG_INT_PIN] = 1;	/* INTA */
+	put16(pdev->wmask + 0x04, PCI_COMMAND_IO | PCI_COMMAND_MEMORY |
+				  PCI_COMMAND_MASTER | PCI_COMMAND_INTX_DISABLE);
+	pdev->wmask[CFG_INT_LINE] = 0xff;
+	if (vp->legacy) {
+		/* INTx only: the legacy BAR has no room for an MSI-X table. */
+		put32(cfg + CFG_BAR0, 0x1);	/* I/O */
+		cfg_wmask32(pdev, CFG_BAR0, ~(BAR0_SIZE - 1) & 0xfffffffc);
+	} else {
+		put16(cfg + 0x06, PCI_STATUS_CAP_LIST);
+		cfg[CFG_CAP_PTR] = CAP_MSIX;
+		put32(cfg + CFG_BAR4, 0x4);	/* 64-bit memory */
+		cfg_wmask32(pdev, CFG_BAR4, ~(BAR4_SIZE - 1) & 0xfffffff0);
+		cfg_wmask32(pdev, CFG_BAR5, 0xffffffff);
+		setup_modern_caps(vp);
+	}
+}
+
+/* Assign the BAR as firmware would and turn decoding on. */
+static void assign_bar(struct virtio_pci *vp)
+{
+	uint64_t mmio_base, io_base;
+	uint8_t *cfg = vp->pdev.cfg;
+
+	arch_pci_bar_window(&mmio_base, &io_base);
+	if (vp->legacy) {
+		put32(cfg + CFG_BAR0, (io_base + vp->slot * BAR0_SIZE) | 0x1);
+		put16(cfg + 0x04, PCI_COMMAND_IO | PCI_COMMAND_MASTER);
+	} else {
+		uint64_t addr = mmio_base + (uint64_t)vp->slot * BAR4_SIZE;
+
+		put32(cfg + CFG_BAR4, (uint32_t)addr | 0x4);
+		put32(cfg + CFG_BAR5, addr >> 32);
+		put16(cfg + 0x04, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+	}
+	virtio_pci_cfg_write(&vp->pdev, 0x04, cfg + 0x04, 2);
+}
+
+static int setup_vectors(struct virtio_pci *vp)
+{
+	unsigned int v;
+
+	vp->nr_vectors = MIN(vp->vdev->nr_queues + 1u, 64u);
+	for (v = 0; v < vp->nr_vectors; v++) {
+		vp->msix[v].ctrl = MSIX_ENTRY_MASKED;
+		vp->vector_fd[v] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		vp->vector_gsi[v] = irq_msi_route_add(vp->vm, 0, 0);
+		if (vp->vector_fd[v] < 0 || vp->vector_gsi[v] < 0 ||
+		    irqfd_attach(vp->vm, vp->vector_fd[v], vp->vector_gsi[v], -1))
+			return -1;
+	}
+	return 0;
+}
+
+static int setup_intx(struct virtio_pci *vp)
+{
+	vp->intx_gsi = arch_pci_intx_gsi(vp->slot, 0);
+	vp->intx_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	vp->intx_resample_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (vp->intx_fd < 0 || vp->intx_resample_fd < 0 ||
+	    irqfd_attach(vp->vm, vp->intx_fd, vp->intx_gsi,
+			 vp->intx_resample_fd))
+		return -1;
+	vp->resample = (struct io_source) {
+		.fd = vp->intx_resample_fd, .handler = intx_resample, .opaque = vp,
+	};
+	return iothread_add(vp->vdev->iothread, &vp->resample, EPOLLIN);
+}
+
+int virtio_pci_create(struct vm *vm, struct virtio_device *vdev, bool legacy,
+		      uint32_t class_code)
+{
+	struct virtio_pci *vp = vm_zalloc(vm, sizeof(*vp));
+
+	if (!vp)
+		return -1;
+	vp->vm = vm;
+	vp->vdev = vdev;
+	vp->legacy = legacy;
+	vp->bar_size = legacy ? BAR0_SIZE : BAR4_SIZE;
+	vp->config_vector = VIRTIO_NO_VECTOR;
+	vp->pdev.ops = &virtio_pci_dev_ops;
+	vp->pdev.priv = vp;
+	vp->bar_dev = (struct bus_dev) {
+		.name = legacy ? "virtio-pci-legacy" : "virtio-pci",
+		.ops = &bar_ops, .priv = vp,
+	};
+	vdev->transport = &pci_transport_ops;
+	vdev->transport_priv = vp;
+	vp->slot = pci_register_device(vm, &vp->pdev);
+	if (vp->slot < 0 || setup_vectors(vp) || setup_intx(vp)) {
+		pr_err("virtio-pci: cannot set up the device's interrupts");
+		return -1;
+	}
+	setup_config_space(vp, class_code);
+	assign_bar(vp);
+	return 0;
+}
