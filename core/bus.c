@@ -146,6 +146,7 @@ bool bus_access(struct bus *bus, uint64_t addr, void *data, unsigned int len,
 	 */
 	pthread_rwlock_unlock(&bus->lock);
 	if (dev) {
+		__atomic_add_fetch(&dev->accesses, 1, __ATOMIC_RELAXED);
 		if (is_write && dev->ops->write)
 			dev->ops->write(dev, offset, data, len);
 		else if (!is_write && dev->ops->read)

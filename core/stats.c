@@ -99,6 +99,27 @@ static void write_vcpus(FILE *f, const struct vm *vm)
 	fprintf(f, "]");
 }
 
+/* Exits per device range: where a guest's port and MMIO exits went. */
+static void write_bus(FILE *f, const char *key, struct bus *bus)
+{
+	unsigned int i, n = 0;
+
+	fprintf(f, "\"%s\":[", key);
+	pthread_rwlock_rdlock(&bus->lock);
+	for (i = 0; i < bus->nr_ranges; i++) {
+		const struct bus_range *r = &bus->ranges[i];
+
+		if (!r->dev->accesses)
+			continue;
+		fprintf(f, "%s{\"device\":\"%s\",\"base\":%llu,\"exits\":%llu}",
+			n++ ? "," : "", r->dev->name,
+			(unsigned long long)r->base,
+			(unsigned long long)r->dev->accesses);
+	}
+	pthread_rwlock_unlock(&bus->lock);
+	fprintf(f, "],");
+}
+
 int stats_write(struct vm *vm, const char *path, double wall_ms)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stderr;
@@ -123,6 +144,8 @@ int stats_write(struct vm *vm, const char *path, double wall_ms)
 		(unsigned long long)vm->cfg->mem_mib, vm->nr_vcpus,
 		(unsigned long long)vm->pio.unhandled,
 		(unsigned long long)vm->mmio.unhandled);
+	write_bus(f, "pio_devices", &vm->pio);
+	write_bus(f, "mmio_devices", &vm->mmio);
 	write_vcpus(f, vm);
 	fputc(',', f);
 	devices_write_stats(vm, f);

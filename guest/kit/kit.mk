@@ -17,12 +17,16 @@ KIT_LDFLAGS	:= -nostdlib -static -no-pie -Wl,--build-id=none \
 		   -Wl,--no-warn-rwx-segments
 
 KIT_TESTS	:= exit hang poweroff smp tables rtc selftest fault timer
+# Guests that drive virtio devices link the kit's virtio driver too.
+KIT_VIRTIO_TESTS := blk hostile
+KIT_TESTS	+= $(KIT_VIRTIO_TESTS)
 KIT_S_OBJS	:= $(addprefix $(KIT_OBJ)/,start.o trampoline.o)
 KIT_C_OBJS	:= $(addprefix $(KIT_OBJ)/,kit.o acpi.o ap.o)
 KIT_RT_OBJS	:= $(KIT_S_OBJS) $(KIT_C_OBJS)
 KIT_ELFS	:= $(addprefix $(KIT_DIR)/,$(addsuffix .elf,$(KIT_TESTS)))
 KIT_TEST_OBJS	:= $(addprefix $(KIT_OBJ)/,$(addsuffix .o,$(KIT_TESTS)))
 KIT_FIRMWARE	:= $(KIT_DIR)/firmware.bin
+KIT_VIRTIO_OBJ	:= $(KIT_OBJ)/virtio.o
 
 # quick.elf stands alone (no runtime): the boot benchmark's guest.
 KIT_QUICK	:= $(KIT_DIR)/quick.elf
@@ -34,7 +38,7 @@ CLEAN_FILES	+= $(KIT_ELFS) $(KIT_FIRMWARE) $(KIT_QUICK)
 guest-kit: $(KIT_ELFS) $(KIT_FIRMWARE) $(KIT_QUICK)
 
 # Static pattern rules: explicit about which sources use the kit's flags.
-$(KIT_C_OBJS) $(KIT_TEST_OBJS): $(KIT_OBJ)/%.o: $(KIT_DIR)/%.c $(KIT_DIR)/kit.mk
+$(KIT_C_OBJS) $(KIT_TEST_OBJS) $(KIT_VIRTIO_OBJ): $(KIT_OBJ)/%.o: $(KIT_DIR)/%.c $(KIT_DIR)/kit.mk
 	@mkdir -p $(KIT_OBJ)
 	$(KIT_CC) $(KIT_CFLAGS) -c -o $@ $<
 
@@ -43,7 +47,9 @@ $(KIT_S_OBJS): $(KIT_OBJ)/%.o: $(KIT_DIR)/%.S $(KIT_DIR)/kit.mk
 	$(KIT_CC) $(KIT_CFLAGS) -c -o $@ $<
 
 $(KIT_ELFS): $(KIT_DIR)/%.elf: $(KIT_OBJ)/%.o $(KIT_RT_OBJS) $(KIT_DIR)/kit.ld
-	$(KIT_CC) $(KIT_CFLAGS) $(KIT_LDFLAGS) -o $@ $< $(KIT_RT_OBJS)
+	$(KIT_CC) $(KIT_CFLAGS) $(KIT_LDFLAGS) -o $@ $(filter %.o,$^)
+
+$(addprefix $(KIT_DIR)/,$(addsuffix .elf,$(KIT_VIRTIO_TESTS))): $(KIT_VIRTIO_OBJ)
 
 $(KIT_QUICK): $(KIT_DIR)/quick.S $(KIT_DIR)/kit.ld $(KIT_DIR)/kit.mk
 	@mkdir -p $(KIT_OBJ)

@@ -25,6 +25,7 @@ struct bus_dev {
 	const char *name;
 	const struct bus_ops *ops;
 	void *priv;
+	uint64_t accesses;		/* exits it served, for --stats */
 };
 
 struct bus_range {
