@@ -47,10 +47,11 @@ fi
 if [ ! -x "$top/guest/init/init" ]; then
 	make -C "$top" --no-print-directory guest/init/init >&2
 fi
-# Sets generic_bzimage and generic_modules (L1 runs the generic kernel).
-generic_bzimage='' generic_modules=''
+# Sets generic_vmlinux and generic_modules (L1 runs the generic kernel,
+# uncompressed through QEMU's PVH entry: no XZ decompression under TCG).
+generic_vmlinux='' generic_modules=''
 eval "$("$top/scripts/fetch-kernel.sh" generic)"
-[ -n "$generic_bzimage" ] || { echo "run-nested: no kernel" >&2; exit 1; }
+[ -n "$generic_vmlinux" ] || { echo "run-nested: no kernel" >&2; exit 1; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lkvm-run-nested.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -100,7 +101,7 @@ EOF
 set -- qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m "$mem" \
 	-nodefaults -nographic -no-reboot \
 	-device isa-debug-exit,iobase=0x501,iosize=1 \
-	-kernel "$generic_bzimage" -initrd "$tmp/l1.cpio" \
+	-kernel "$generic_vmlinux" -initrd "$tmp/l1.cpio" \
 	-append "console=ttyS0 quiet panic=-1 rdinit=/init"
 if [ "$interactive" = 1 ]; then
 	set -- "$@" -serial mon:stdio
