@@ -134,7 +134,7 @@ int stats_write(struct vm *vm, const char *path, double wall_ms)
 	json_string(f, vm->exit_reason);
 	fprintf(f, ",\"wall_ms\":%.3f,\"user_ms\":%.3f,\"sys_ms\":%.3f,"
 		"\"rss_kib\":%llu,\"guest_rss_kib\":%llu,\"max_rss_kib\":%llu,"
-		"\"mem_mib\":%llu,\"nr_vcpus\":%u,"
+		"\"mem_mib\":%llu,\"nr_vcpus\":%u,\"coalesced_pio\":%s,"
 		"\"pio_unhandled\":%llu,\"mmio_unhandled\":%llu,",
 		wall_ms, ru.ru_utime.tv_sec * 1e3 + ru.ru_utime.tv_usec / 1e3,
 		ru.ru_stime.tv_sec * 1e3 + ru.ru_stime.tv_usec / 1e3,
@@ -142,6 +142,7 @@ int stats_write(struct vm *vm, const char *path, double wall_ms)
 		(unsigned long long)guest_rss_kib(vm),
 		(unsigned long long)self_peak_rss_kib(),
 		(unsigned long long)vm->cfg->mem_mib, vm->nr_vcpus,
+		vm->coalesced_ring ? "true" : "false",
 		(unsigned long long)vm->pio.unhandled,
 		(unsigned long long)vm->mmio.unhandled);
 	write_bus(f, "pio_devices", &vm->pio);

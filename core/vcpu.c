@@ -46,6 +46,40 @@ static int vcpu_create(struct vm *vm, struct vcpu *vcpu, unsigned int id)
 	return arch_vcpu_init(vcpu);
 }
 
+/* The coalesced ring lives in a page of every vCPU's kvm_run mapping. */
+static void vcpus_find_coalesced_ring(struct vm *vm)
+{
+	int page = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_COALESCED_MMIO);
+	long page_size = sysconf(_SC_PAGESIZE);
+
+	if (page <= 0 || (long)(page + 1) * page_size > vm->vcpu_mmap_size)
+		return;
+	vm->coalesced_ring = (void *)((uint8_t *)vm->vcpus[0].run +
+				      page * page_size);
+}
+
+static void vcpu_drain_coalesced(struct vm *vm)
+{
+	struct kvm_coalesced_mmio_ring *ring = vm->coalesced_ring;
+	unsigned int max = (sysconf(_SC_PAGESIZE) - sizeof(*ring)) /
+			   sizeof(ring->coalesced_mmio[0]);
+
+	if (!ring || __atomic_load_n(&ring->first, __ATOMIC_RELAXED) ==
+		     __atomic_load_n(&ring->last, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&vm->coalesced_lock);
+	while (ring->first != __atomic_load_n(&ring->last, __ATOMIC_ACQUIRE)) {
+		struct kvm_coalesced_mmio *e = &ring->coalesced_mmio[ring->first % max];
+
+		if (e->len <= sizeof(e->data))
+			bus_access(e->pio ? &vm->pio : &vm->mmio, e->phys_addr,
+				   e->data, e->len, true);
+		__atomic_store_n(&ring->first, (ring->first + 1) % max,
+				 __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&vm->coalesced_lock);
+}
+
 int vcpus_create(struct vm *vm)
 {
 	struct sigaction sa = { .sa_handler = vcpu_kick_handler };
@@ -66,6 +100,7 @@ int vcpus_create(struct vm *vm)
 		if (vcpu_create(vm, &vm->vcpus[i], i))
 			return -1;
 	}
+	vcpus_find_coalesced_ring(vm);
 	return 0;
 }
 
@@ -112,6 +147,7 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 	struct vm *vm = vcpu->vm;
 
 	vcpu->stats.exits++;
+	vcpu_drain_coalesced(vm);
 	switch (run->exit_reason) {
 	case KVM_EXIT_IO:
 		vcpu_handle_io(vcpu);

@@ -92,6 +92,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	vm->nr_vcpus = cfg->nr_cpus;
 	pthread_mutex_init(&vm->exit_lock, NULL);
 	pthread_mutex_init(&vm->alloc_lock, NULL);
+	pthread_mutex_init(&vm->coalesced_lock, NULL);
 
 	if (kvm_open(vm) || vm_check_cpus(vm))
 		return -1;
@@ -237,6 +238,19 @@ bool vm_is_exiting(struct vm *vm)
 	exiting = vm->exiting;
 	pthread_mutex_unlock(&vm->exit_lock);
 	return exiting;
+}
+
+void vm_coalesce_pio(struct vm *vm, uint16_t port, uint32_t size)
+{
+	struct kvm_coalesced_mmio_zone zone = {
+		.addr = port, .size = size, .pio = 1,
+	};
+
+	if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_COALESCED_PIO) <= 0 ||
+	    ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_COALESCED_MMIO) <= 0)
+		return;
+	if (ioctl(vm->vm_fd, KVM_REGISTER_COALESCED_MMIO, &zone) < 0)
+		pr_debug("cannot coalesce port %#x: %s", port, strerror(errno));
 }
 
 void vm_irq_line(struct vm *vm, unsigned int gsi, int level)

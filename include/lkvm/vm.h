@@ -81,6 +81,7 @@ struct vm_mmio_dev {
 };
 struct irq_routing;
 struct vm_devices;
+struct kvm_coalesced_mmio_ring;
 
 /*
  * Built by the main thread before any other thread starts. After that the
@@ -115,6 +116,14 @@ struct vm {
 	struct irq_routing *irq;	/* core/irq.c, its own lock */
 	struct vm_devices *devices;	/* core/devices.c */
 
+	/*
+	 * Coalesced writes (KVM_CAP_COALESCED_PIO): KVM queues them in this
+	 * ring instead of exiting; a vCPU drains it, under coalesced_lock,
+	 * before it handles any exit, so devices see every access in order.
+	 */
+	struct kvm_coalesced_mmio_ring *coalesced_ring;
+	pthread_mutex_t coalesced_lock;
+
 	/* Filled while devices are created, before the tables are built. */
 	unsigned int nr_mmio_devs;
 	struct vm_mmio_dev mmio_devs[VM_MAX_MMIO_DEVS];
@@ -133,6 +142,13 @@ void vm_request_exit(struct vm *vm, int code, const char *fmt, ...)
 bool vm_is_exiting(struct vm *vm);
 /* The guest ends the VM with a status of its choice (debug-exit). */
 void vm_guest_exit(struct vm *vm, uint8_t status);
+
+/*
+ * Let KVM buffer writes to these ports instead of exiting (the guest must
+ * not need a write's effect before its next exit). Falls back to normal
+ * exits when KVM cannot.
+ */
+void vm_coalesce_pio(struct vm *vm, uint16_t port, uint32_t size);
 
 /* Raise or lower a legacy interrupt line of the in-kernel irqchip. */
 void vm_irq_line(struct vm *vm, unsigned int gsi, int level);
