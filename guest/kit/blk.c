@@ -573,6 +573,88 @@ static void check_discard(uint32_t type, const char *key, uint64_t *rbuf)
 	kit_free(seg);
 }
 
+/* One DISCARD or WRITE_ZEROES segment; returns the status. */
+static int discard_seg(uint32_t type, uint64_t sector, uint32_t nr,
+		       uint32_t flags)
+{
+	struct virtio_blk_discard_write_zeroes *seg = kit_malloc(sizeof(*seg));
+	struct vio_buf b = { (uintptr_t)seg, sizeof(*seg), false };
+	int st;
+
+	seg->sector = sector;
+	seg->num_sectors = nr;
+	seg->flags = flags;
+	st = request(type, 0, &b, 1, NULL);
+	kit_free(seg);
+	return st;
+}
+
+/*
+ * 5.2.6.2: UNSUPP for DISCARD with the unmap flag and for any unknown
+ * flag; a range past the end cannot succeed.
+ */
+static void check_discard_errors(void)
+{
+	int st;
+
+	st = discard_seg(VIRTIO_BLK_T_DISCARD, 0, 8,
+			 VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP);
+	kit_check(st == VIRTIO_BLK_S_UNSUPP, "DISCARD with unmap: status %d",
+		  st);
+	st = discard_seg(VIRTIO_BLK_T_WRITE_ZEROES, 0, 8, 2);
+	kit_check(st == VIRTIO_BLK_S_UNSUPP,
+		  "WRITE_ZEROES with unknown flag 2: status %d", st);
+	st = discard_seg(VIRTIO_BLK_T_DISCARD, capacity - 4, 8, 0);
+	kit_check(st == VIRTIO_BLK_S_IOERR || st == VIRTIO_BLK_S_UNSUPP,
+		  "DISCARD across the end: status %d", st);
+	st = discard_seg(VIRTIO_BLK_T_WRITE_ZEROES, ~0ULL - 3, 8, 0);
+	kit_check(st == VIRTIO_BLK_S_IOERR || st == VIRTIO_BLK_S_UNSUPP,
+		  "WRITE_ZEROES wrapping past sector 2^64: status %d", st);
+}
+
+/*
+ * 2.6.4: the device must not assume any framing. A read with the header
+ * split 4 + 12 and the status byte sharing a buffer with the data.
+ */
+static void check_framing(uint8_t *buf)
+{
+	uint64_t s = kit_cmdline_u64("multi", 0) + 1;
+	struct virtio_blk_outhdr *hdr = kit_malloc(sizeof(*hdr));
+	volatile uint8_t *st = buf + 2 * SECTOR;
+	enum vio_wait w;
+	uint32_t id, len = 0;
+	struct vio_buf b[3] = {
+		{ (uintptr_t)hdr, 4, false },
+		{ (uintptr_t)hdr + 4, sizeof(*hdr) - 4, false },
+		{ (uintptr_t)buf, 2 * SECTOR + 1, true },
+	};
+	int head;
+
+	hdr->type = VIRTIO_BLK_T_IN;
+	hdr->ioprio = 0;
+	hdr->sector = s;
+	fill_words((uint64_t *)buf, 2 * SECTOR, 0);
+	*st = 0xff;
+	/* vio_blk_request adds its own header and status: go one level down */
+	head = vio_add(&vq, b, 3, next_indirect());
+	if (!kit_check(head >= 0, "framing: vio_add"))
+		return;
+	vio_kick(&vq);
+	w = vio_wait_used(&vq, VIO_BLK_TIMEOUT_US, true, &id, &len);
+	if (!kit_check(w == VIO_WAIT_USED, "framing: no completion"))
+		return;
+	kit_check(id == (uint32_t)head, "framing: used id %u, head %d", id,
+		  head);
+	nr_requests++;
+	kit_check(*st == VIRTIO_BLK_S_OK, "framing: status %u", *st);
+	kit_check(len == 2 * SECTOR + 1, "framing: used len %u", len);
+	kit_check(pattern_check((uint64_t *)buf, s, 2) < 0,
+		  "framing: sectors %llu+2 do not hold the pattern",
+		  (unsigned long long)s);
+	kit_printf("framing: split header, status after the data ok\n");
+	kit_free(hdr);
+}
+
 /* Requests the device must refuse, with the status the spec gives. */
 static void check_errors(uint8_t *buf)
 {
@@ -615,13 +697,17 @@ KIT_TEST(blk)
 
 	check_interrupts(buf);
 	check_sectors((uint64_t *)buf, (uint64_t *)rbuf);
-	if (kit_cmdline_has("multi"))
+	if (kit_cmdline_has("multi")) {
 		check_multi();
+		check_framing(buf);
+	}
 	check_batch(buf);
 	check_flush_and_id();
 	check_discard(VIRTIO_BLK_T_DISCARD, "discard", (uint64_t *)rbuf);
 	check_discard(VIRTIO_BLK_T_WRITE_ZEROES, "wzeroes", (uint64_t *)rbuf);
 	check_errors(buf);
+	if (!ro)
+		check_discard_errors();
 	kit_check(!(vio_status(&dev) & VIO_STATUS_NEEDS_RESET),
 		  "NEEDS_RESET set after a well-behaved run");
 

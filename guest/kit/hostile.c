@@ -375,6 +375,26 @@ static void case_read_ro_buf(void)
 		  "the device wrote into a device-readable buffer");
 }
 
+static void case_write_wo_buf(void)
+{
+	/* a write whose data buffer is device-writable: nothing to write */
+	std_chain();
+	hdr->type = VIRTIO_BLK_T_OUT;
+	submit(0, 1);
+	expect("write from a device-writable buffer",
+	       ALLOW_RESET | ALLOW_IOERR);
+}
+
+static void case_hdr_writable(void)
+{
+	/* no readable descriptor at all: the header is device-writable */
+	std_chain();
+	vq.desc[0].flags |= VRING_DESC_F_WRITE;
+	submit(0, 1);
+	expect("request header in a device-writable buffer",
+	       ALLOW_RESET | ALLOW_IOERR);
+}
+
 static void case_no_status(void)
 {
 	/* a write request with no writable byte for the status */
@@ -699,6 +719,8 @@ static const struct hostile_case cases[] = {
 	{ "avail_jump", case_avail_jump, false },
 	{ "avail_back", case_avail_back, false },
 	{ "read_ro_buf", case_read_ro_buf, false },
+	{ "write_wo_buf", case_write_wo_buf, false },
+	{ "hdr_writable", case_hdr_writable, false },
 	{ "no_status", case_no_status, false },
 	{ "bad_len", case_bad_len, false },
 	{ "qnum_npot", case_qnum_npot, false },

@@ -197,6 +197,12 @@ def check_stats(r, ioeventfd):
     mmio = sum(v["mmio"] for v in st["vcpus"])
     io = sum(v["io"] for v in st["vcpus"])
     assert io > 0, r                   # console and PM timer at least
+    # the MMIO exits are the device's, plus blk.elf probing the 12 empty
+    # virtio-mmio slots
+    slots = {d["base"]: d["exits"] for d in st["mmio_devices"]
+             if d["device"] == "virtio-mmio"}
+    assert st["mmio_unhandled"] == 12, r
+    assert mmio == sum(slots.values()) + st["mmio_unhandled"], r
     if ioeventfd:
         # every kick stayed in the kernel; every other register access
         # is an MMIO exit
