@@ -26,15 +26,6 @@
  */
 #include "virtio.h"
 
-#define IOAPIC_REGSEL		0x00
-#define IOAPIC_WINDOW		0x10
-#define IOAPIC_REDIR(pin)	(0x10 + 2 * (pin))
-#define REDIR_MASKED		(1u << 16)
-#define LAPIC_IRR		0x200
-#define LAPIC_SVR_ENABLE	(1u << 8)
-#define PIC1_DATA		0x21
-#define PIC2_DATA		0xa1
-
 #define SECTOR			VIO_BLK_SECTOR
 #define MULTI_SECTORS		16
 #define CHUNK_SECTORS		64	/* read-back buffer for ranges */
@@ -143,38 +134,6 @@ static int rw(bool write, uint64_t sector, void *buf, uint32_t len)
 		       1, NULL);
 }
 
-/* ---- interrupts through the IOAPIC, seen in the IRR ---- */
-
-static void ioapic_write(unsigned int reg, uint32_t v)
-{
-	mmio_write32(KIT_IOAPIC_ADDR + IOAPIC_REGSEL, reg);
-	mmio_write32(KIT_IOAPIC_ADDR + IOAPIC_WINDOW, v);
-}
-
-static void route_gsi(unsigned int gsi, unsigned int vector)
-{
-	ioapic_write(IOAPIC_REDIR(gsi) + 1, 0);		/* to APIC ID 0 */
-	ioapic_write(IOAPIC_REDIR(gsi), vector);	/* fixed, edge, high */
-}
-
-static bool irr_pending(unsigned int vector)
-{
-	return lapic_read(LAPIC_IRR + 0x10 * (vector / 32)) &
-	       (1u << (vector % 32));
-}
-
-static bool wait_irr(unsigned int vector, uint64_t us)
-{
-	uint64_t start = kit_now_us();
-
-	do {
-		if (irr_pending(vector))
-			return true;
-		kit_udelay(50);
-	} while (kit_now_us() - start < us);
-	return false;
-}
-
 /*
  * A completion interrupts (ISR bit 0, the vector pending) when the driver
  * wants it, and stays silent when the driver suppressed it: through
@@ -186,15 +145,12 @@ static void check_interrupts(void *buf)
 	const char *how = vq.event_idx ? "used_event" : "NO_INTERRUPT";
 	uint32_t isr;
 
-	outb(PIC1_DATA, 0xff);		/* only the IOAPIC may deliver */
-	outb(PIC2_DATA, 0xff);
-	lapic_write(LAPIC_SVR, LAPIC_SVR_ENABLE | 0xff);
 	vio_isr_ack(&dev, vio_isr(&dev));
 
-	route_gsi(dev.gsi, 0x40);
+	vio_irq_route(&dev, 0x40);
 	vio_want_interrupt(&vq, true);
 	kit_check(rw(false, 0, buf, SECTOR) == VIRTIO_BLK_S_OK, "read sector 0");
-	kit_check(wait_irr(0x40, 200000),
+	kit_check(vio_irq_wait(0x40, 200000),
 		  "no vector on IOAPIC pin %u after a completion", dev.gsi);
 	isr = vio_isr(&dev);
 	kit_check(isr & VIO_INT_VRING,
@@ -203,27 +159,27 @@ static void check_interrupts(void *buf)
 	isr = vio_isr(&dev);
 	kit_check(!isr, "InterruptStatus %#x after InterruptACK", isr);
 
-	route_gsi(dev.gsi, 0x41);
+	vio_irq_route(&dev, 0x41);
 	vio_want_interrupt(&vq, false);
 	kit_check(rw(false, 0, buf, SECTOR) == VIRTIO_BLK_S_OK, "read sector 0");
 	/* the device may raise it just after publishing: give it time */
-	kit_check(!wait_irr(0x41, 20000),
+	kit_check(!vio_irq_wait(0x41, 20000),
 		  "interrupt despite %s", how);
 	isr = vio_isr(&dev);
 	kit_check(!(isr & VIO_INT_VRING),
 		  "InterruptStatus %#x despite %s", isr, how);
 	vio_isr_ack(&dev, isr);
 
-	route_gsi(dev.gsi, 0x42);
+	vio_irq_route(&dev, 0x42);
 	vio_want_interrupt(&vq, true);
 	kit_check(rw(false, 0, buf, SECTOR) == VIRTIO_BLK_S_OK, "read sector 0");
-	kit_check(wait_irr(0x42, 200000),
+	kit_check(vio_irq_wait(0x42, 200000),
 		  "no interrupt after %s was lifted", how);
 	isr = vio_isr(&dev);
 	kit_check(isr & VIO_INT_VRING, "InterruptStatus %#x: bit 0 clear", isr);
 	vio_isr_ack(&dev, isr);
 
-	ioapic_write(IOAPIC_REDIR(dev.gsi), REDIR_MASKED);
+	vio_irq_mask(&dev);
 	kit_printf("interrupts: GSI %u, suppression by %s ok\n", dev.gsi, how);
 }
 

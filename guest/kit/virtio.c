@@ -224,6 +224,55 @@ void vio_isr_ack(const struct vio_dev *d, uint32_t bits)
 	vio_write(d, VIRTIO_MMIO_INTERRUPT_ACK, bits);
 }
 
+/* ---- interrupts, seen in the LAPIC IRR ---- */
+
+#define IOAPIC_REGSEL		0x00
+#define IOAPIC_WINDOW		0x10
+#define IOAPIC_REDIR(pin)	(0x10 + 2 * (pin))
+#define IOAPIC_MASKED		(1u << 16)
+#define LAPIC_IRR		0x200
+#define LAPIC_SVR_ENABLE	(1u << 8)
+#define PIC1_DATA		0x21
+#define PIC2_DATA		0xa1
+
+static void ioapic_write(unsigned int reg, uint32_t v)
+{
+	mmio_write32(KIT_IOAPIC_ADDR + IOAPIC_REGSEL, reg);
+	mmio_write32(KIT_IOAPIC_ADDR + IOAPIC_WINDOW, v);
+}
+
+void vio_irq_route(const struct vio_dev *d, unsigned int vector)
+{
+	outb(PIC1_DATA, 0xff);
+	outb(PIC2_DATA, 0xff);
+	lapic_write(LAPIC_SVR, LAPIC_SVR_ENABLE | 0xff);
+	ioapic_write(IOAPIC_REDIR(d->gsi) + 1, 0);
+	ioapic_write(IOAPIC_REDIR(d->gsi), vector);
+}
+
+void vio_irq_mask(const struct vio_dev *d)
+{
+	ioapic_write(IOAPIC_REDIR(d->gsi), IOAPIC_MASKED);
+}
+
+bool vio_irq_pending(unsigned int vector)
+{
+	return lapic_read(LAPIC_IRR + 0x10 * (vector / 32)) &
+	       (1u << (vector % 32));
+}
+
+bool vio_irq_wait(unsigned int vector, uint64_t us)
+{
+	uint64_t start = kit_now_us();
+
+	do {
+		if (vio_irq_pending(vector))
+			return true;
+		kit_udelay(50);
+	} while (kit_now_us() - start < us);
+	return false;
+}
+
 /* ---- queues ---- */
 
 void vio_queue_free(struct vio_queue *q)

@@ -80,6 +80,18 @@ bool vio_reset(const struct vio_dev *d);
 int vio_negotiate(struct vio_dev *d, uint64_t wanted);
 void vio_driver_ok(const struct vio_dev *d);
 
+/*
+ * The device's interrupt without an IDT: route its GSI on the IOAPIC to a
+ * vector (fixed, edge, active-high, to APIC 0; the PICs masked so only the
+ * IOAPIC delivers) and, with IF=0, watch the vector wait in the LAPIC IRR.
+ * An IRR bit cannot be cleared that way: use a fresh vector per check.
+ */
+void vio_irq_route(const struct vio_dev *d, unsigned int vector);
+void vio_irq_mask(const struct vio_dev *d);
+bool vio_irq_pending(unsigned int vector);
+/* Polls the IRR for up to us microseconds. */
+bool vio_irq_wait(unsigned int vector, uint64_t us);
+
 /* InterruptStatus, and acknowledging what it said. */
 uint32_t vio_isr(const struct vio_dev *d);
 void vio_isr_ack(const struct vio_dev *d, uint32_t bits);
