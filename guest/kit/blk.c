@@ -19,6 +19,8 @@
  *   unaligned=1       scatter-gather buffers at 16 mod 512 (virtio allows
  *                     any alignment); otherwise sector-aligned, like Linux
  *   dev=N ndev=M      use the Nth of M virtio-mmio devices (default 0 of 1)
+ *   stream=N          N reads kept 8 deep in flight, kicks suppressed as
+ *                     the device asks: a lost kick or interrupt stalls it
  *
  * Interrupts are checked without an IDT: with IF=0 a delivered vector
  * waits in the LAPIC's IRR, so after a completion the vector programmed on
@@ -445,6 +447,67 @@ static void check_batch(uint8_t *buf)
 	kit_free(status);
 }
 
+/*
+ * Requests go in while the device is still serving earlier ones, so
+ * every suppression decision (ours and the device's) races the I/O
+ * thread. A kick lost in that race leaves requests that never complete.
+ */
+static void check_stream(unsigned int total, uint8_t *buf)
+{
+	enum { DEPTH = 8 };
+	struct virtio_blk_outhdr *hdr = kit_malloc(DEPTH * sizeof(*hdr));
+	uint8_t *status = kit_malloc(DEPTH);
+	int8_t *slot_of = kit_malloc(vq.size);
+	unsigned int submitted = 0, done = 0, inflight = 0, i, kicks = 0;
+	uint32_t busy = 0, id, len;
+
+	if (!kit_check(hdr && status && slot_of, "out of heap"))
+		return;
+	while (done < total) {
+		/* a direct chain takes 3 descriptors of a maybe small ring */
+		while (inflight < DEPTH && submitted < total &&
+		       vq.nr_free >= 3) {
+			unsigned int k = __builtin_ctz(~busy);
+			struct vio_buf b[3] = {
+				{ (uintptr_t)&hdr[k], sizeof(*hdr), false },
+				{ (uintptr_t)buf + k * SECTOR, SECTOR, true },
+				{ (uintptr_t)&status[k], 1, true },
+			};
+			int head;
+
+			hdr[k] = (struct virtio_blk_outhdr){
+				VIRTIO_BLK_T_IN, 0, submitted % capacity };
+			status[k] = 0xff;
+			head = vio_add(&vq, b, 3, next_indirect());
+			if (!kit_check(head >= 0, "stream: ring full"))
+				goto out;
+			slot_of[head] = k;
+			busy |= 1u << k;
+			inflight++;
+			submitted++;
+		}
+		kicks += vio_kick(&vq);
+		if (vio_wait_used(&vq, VIO_BLK_TIMEOUT_US, true, &id, &len) !=
+		    VIO_WAIT_USED) {
+			kit_fail("stream: stalled with %u in flight after %u of %u",
+				 inflight, done, total);
+			goto out;
+		}
+		i = slot_of[id];
+		kit_check(status[i] == VIRTIO_BLK_S_OK && len == SECTOR + 1,
+			  "stream: status %u len %u", status[i], len);
+		busy &= ~(1u << i);
+		inflight--;
+		done++;
+	}
+out:
+	nr_requests += done;
+	kit_printf("stream: %u reads, %u kicks\n", done, kicks);
+	kit_free(hdr);
+	kit_free(status);
+	kit_free(slot_of);
+}
+
 static void check_flush_and_id(void)
 {
 	char id1[VIRTIO_BLK_ID_BYTES + 1] = "", id2[VIRTIO_BLK_ID_BYTES + 1] = "";
@@ -658,6 +721,8 @@ KIT_TEST(blk)
 		check_framing(buf);
 	}
 	check_batch(buf);
+	if (kit_cmdline_has("stream"))
+		check_stream(kit_cmdline_u64("stream", 0), buf);
 	check_flush_and_id();
 	check_discard(VIRTIO_BLK_T_DISCARD, "discard", (uint64_t *)rbuf);
 	check_discard(VIRTIO_BLK_T_WRITE_ZEROES, "wzeroes", (uint64_t *)rbuf);

@@ -158,7 +158,7 @@ def can_punch_holes(directory):
 def blk_cmdline(seed, **extra):
     args = {"seed": seed, "sectors": "0,8,last", "multi": MULTI,
             "discard": "%d,%d" % DISCARD, "wzeroes": "%d,%d" % WZEROES,
-            "cap": IMG_SECTORS}
+            "cap": IMG_SECTORS, "stream": 200}
     args.update(extra)
     return " ".join(f"{k}={v}" for k, v in args.items())
 
