@@ -580,6 +580,95 @@ static void case_reset_inflight(void)
 	kit_printf("reset with 8 requests in flight\n");
 }
 
+/*
+ * Two vCPUs: the AP keeps publishing and kicking on the rings while the
+ * BSP resets and re-initialises the device under it, so every reset
+ * races the device's serving of the queue. Only lkvm's survival (and
+ * ASan's silence) is checked here; recover() then proves the device.
+ */
+struct race {
+	volatile uint16_t *avail_idx;
+	volatile uint16_t *avail_ring;
+	uintptr_t notify;
+	volatile bool stop;
+	volatile unsigned int kicks;
+};
+
+static void race_ap(unsigned int idx, void *arg)
+{
+	struct race *r = arg;
+	uint16_t i = 0;
+
+	while (!r->stop) {
+		r->avail_ring[i % QSIZE] = 0;
+		*r->avail_idx = ++i;
+		mmio_write32(r->notify, 0);
+		r->kicks++;
+	}
+	r->kicks |= 1u << 31;	/* done: the BSP may reuse the rings */
+}
+
+static void case_reset_race(void)
+{
+	static struct race r;
+	uint32_t ids[4];
+	unsigned int i, rounds = kit_cmdline_u64("rounds", 40);
+	uint64_t start;
+
+	if (!kit_check(kit_madt_apic_ids(ids, ARRAY_SIZE(ids)) >= 2,
+		       "reset_race needs 2 vCPUs (-c 2)"))
+		return;
+	std_chain();
+	r = (struct race){
+		.avail_idx = &vq.avail->idx,
+		.avail_ring = vq.avail->ring,
+		.notify = dev.base + VIRTIO_MMIO_QUEUE_NOTIFY,
+	};
+	if (!kit_check(!kit_ap_start(ids[1], race_ap, 1, &r, 1000000),
+		       "AP did not start"))
+		return;
+	for (i = 0; i < rounds; i++) {
+		/* the same rings each time: the AP keeps writing to them */
+		vio_negotiate(&dev, 0);
+		vio_queue_program(&vq, QSIZE);
+		vio_driver_ok(&dev);
+		kit_udelay(500);
+	}
+	r.stop = true;
+	start = kit_now_us();
+	while (!(r.kicks & (1u << 31)) && kit_now_us() - start < 1000000)
+		cpu_relax();
+	kit_check(r.kicks & (1u << 31), "AP did not stop");
+	kit_printf("%u resets against %u kicks from the AP\n", rounds,
+		   r.kicks & ~(1u << 31));
+}
+
+/*
+ * Break the device, reset it, and again: each round is one more
+ * NEEDS_RESET for lkvm to report. The host test counts its warnings.
+ */
+static void case_break_loop(void)
+{
+	unsigned int i, rounds = kit_cmdline_u64("rounds", 10), broken = 0;
+	uint32_t id, len;
+
+	for (i = 0; i < rounds; i++) {
+		if (!negotiate(0))
+			return;
+		vq.avail_idx = vq.kicked_idx = vq.last_used = 0;
+		vq.avail->idx = 0;
+		vio_queue_program(&vq, QSIZE);
+		vio_driver_ok(&dev);
+		std_chain();
+		submit(0, QSIZE + 1);
+		broken += vio_wait_used(&vq, WAIT_US, true, &id, &len) ==
+			  VIO_WAIT_NEEDS_RESET;
+	}
+	kit_check(broken == rounds, "NEEDS_RESET in %u of %u rounds", broken,
+		  rounds);
+	kit_printf("%u rounds of break and reset\n", rounds);
+}
+
 /* ---- register and config space cases ---- */
 
 static void case_config_oob(void)
@@ -746,6 +835,8 @@ static const struct hostile_case cases[] = {
 	{ "ready_regs", case_ready_regs, false },
 	{ "early_kick", case_early_kick, false },
 	{ "reset_inflight", case_reset_inflight, false },
+	{ "reset_race", case_reset_race, false },
+	{ "break_loop", case_break_loop, false },
 	{ "config_oob", case_config_oob, false },
 	{ "regs", case_regs, false },
 	{ "shm", case_shm, false },

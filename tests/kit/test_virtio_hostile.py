@@ -145,6 +145,41 @@ def test_hostile(image, lkvm, case):
     assert all(l.startswith("lkvm: warning: ") for l in lines), report
 
 
+def reset_race(lkvm, image, ioeventfd):
+    args = ["-c", "2", "-k", HOSTILE, "-d", image, "-p", "case=reset_race"]
+    if not ioeventfd:
+        args.insert(0, "--no-ioeventfd")
+    return run(lkvm, *args,
+               env=no_leak_checks() if lkvm == SANITIZE_LKVM else None)
+
+
+@pytest.mark.parametrize("ioeventfd", [True, False],
+                         ids=["ioeventfd", "no-ioeventfd"])
+@pytest.mark.parametrize("lkvm", lkvm_binaries())
+def test_reset_race(image, lkvm, ioeventfd):
+    """An AP kicks the queue nonstop while the BSP resets and re-readies
+    the device 40 times on the same rings."""
+    rc, out, err, report = reset_race(lkvm, image, ioeventfd)
+    assert "resets against" in out, report
+    assert "recovered: read after reset ok" in out, report
+    assert rc == 0 and "PASS: hostile" in out, report
+    lines = [l for l in err.splitlines() if SOFT_KVM not in l]
+    assert all(l.startswith("lkvm: warning: ") for l in lines), report
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "lkvm: virtio_device_broken() warns once per NEEDS_RESET, and the "
+    "guest may reset and break the device again at will, so a guest can "
+    "make lkvm print any number of warning lines (no rate limit)"))
+def test_warnings_bounded(image):
+    """Ten rounds of: break the device (avail index jump), reset it."""
+    rc, out, err, report = run(LKVM, "-k", HOSTILE, "-d", image,
+                               "-p", "case=break_loop rounds=10")
+    assert rc == 0 and "10 rounds of break and reset" in out, report
+    lines = [l for l in err.splitlines() if SOFT_KVM not in l]
+    assert len(lines) <= 1, report
+
+
 @pytest.mark.skipif(not os.access(SANITIZE_LKVM, os.X_OK),
                     reason="no build/sanitize/lkvm (make SANITIZE=1)")
 @pytest.mark.xfail(strict=True, reason=(
