@@ -155,7 +155,8 @@ static void expect(const char *what, unsigned int allowed)
 		break;
 	default:
 		got = 0;
-		kit_snprintf(buf, sizeof(buf), "neither completed it nor set NEEDS_RESET in 1 s");
+		kit_snprintf(buf, sizeof(buf),
+			     "neither completed it nor set NEEDS_RESET in 1 s");
 		break;
 	}
 	kit_printf("%s: the device %s\n", what, buf);
