@@ -294,9 +294,14 @@ static uint64_t blk_features(const struct virtio_blk *blk, unsigned int nr_queue
 }
 
 static int blk_attach_transport(struct vm *vm, struct virtio_blk *blk,
-				enum virtio_transport transport)
+				const struct virtio_blk_options *opts)
 {
-	switch (transport) {
+	if (opts->custom_transport) {
+		blk->vdev.transport = opts->custom_transport;
+		blk->vdev.transport_priv = opts->custom_transport_priv;
+		return 0;
+	}
+	switch (opts->transport) {
 	case VIRTIO_TRANSPORT_MMIO:
 		return virtio_mmio_create(vm, &blk->vdev);
 	case VIRTIO_TRANSPORT_PCI_LEGACY:
@@ -325,7 +330,7 @@ struct virtio_blk *virtio_blk_create(struct vm *vm,
 	blk_fill_config(blk, nr_queues);
 	blk->vdev.config = (uint8_t *)&blk->config;
 	blk->vdev.config_size = sizeof(blk->config);
-	if (blk_attach_transport(vm, blk, opts->transport) ||
+	if (blk_attach_transport(vm, blk, opts) ||
 	    iothread_start(blk->iothread))
 		goto fail;
 	return blk;

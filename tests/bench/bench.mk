@@ -6,3 +6,14 @@ BENCH_TARGETS += bench-boot
 
 bench-boot: $(LKVM_BIN) guest-kit
 	/usr/bin/python3 tests/bench/boot_bench.py
+
+# virtio-blk driven from a host thread (no guest instructions in the way),
+# next to fio on the same image.
+BLK_RING_BENCH := $(BUILD)/tests/bench/blk_ring_bench
+$(BLK_RING_BENCH): $(BUILD)/tests/bench/blk_ring_bench.o $(LIBLKVM)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+.PHONY: bench-blk-ring
+BENCH_TARGETS += bench-blk-ring
+bench-blk-ring: $(BLK_RING_BENCH)
+	/usr/bin/python3 tests/bench/blk_ring_bench.py $(BLK_RING_BENCH)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "lkvm/disk.h"
+#include "lkvm/virtio/device.h"
 #include "lkvm/virtio/transport.h"
 
 struct vm;
@@ -16,6 +17,12 @@ struct virtio_blk_options {
 	enum virtio_transport transport;
 	unsigned int nr_queues;		/* VIRTIO_BLK_F_MQ when > 1 */
 	bool use_ioeventfd;
+	/*
+	 * A transport of the caller's instead of `transport` (benchmarks drive
+	 * the device from a host thread through it); NULL normally.
+	 */
+	const struct virtio_transport_ops *custom_transport;
+	void *custom_transport_priv;
 };
 
 struct virtio_blk *virtio_blk_create(struct vm *vm,
