@@ -17,3 +17,9 @@ $(BLK_RING_BENCH): $(BUILD)/tests/bench/blk_ring_bench.o $(LIBLKVM)
 BENCH_TARGETS += bench-blk-ring
 bench-blk-ring: $(BLK_RING_BENCH)
 	/usr/bin/python3 tests/bench/blk_ring_bench.py $(BLK_RING_BENCH)
+
+# Notify cost: kicks through ioeventfd against kicks that exit to a vCPU.
+.PHONY: bench-notify
+BENCH_TARGETS += bench-notify
+bench-notify: $(LKVM_BIN) guest-kit
+	/usr/bin/python3 tests/bench/notify_bench.py

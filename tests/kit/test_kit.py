@@ -191,3 +191,24 @@ def test_pci_bus(tmp_path, disk):
         # Each config read is an address write (queued) plus a data read.
         others = sum(n for dev, n in pio.items() if dev != "pci-host")
         assert io_exits - others <= pio["pci-host"] // 2 + 16, st
+
+
+@pytest.mark.parametrize("transport", ["mmio", "pci-legacy"])
+@pytest.mark.parametrize("ioeventfd", [True, False])
+def test_notify_path(tmp_path, transport, ioeventfd):
+    """With ioeventfd no kick exits to a vCPU thread; without, every one does."""
+    img = tmp_path / "d.img"
+    img.write_bytes(b"")
+    os.truncate(img, 1 << 20)
+    params = "kicks=256" + (" legacy" if transport == "pci-legacy" else "")
+    args = ["-k", kit("kick.elf"), "-d", img, "--virtio-transport", transport,
+            "-p", params, "--stats", tmp_path / "s.json"]
+    if not ioeventfd:
+        args.append("--no-ioeventfd")
+    r = lkvm_run(*args)
+    assert r.rc == 0, r
+    q = _stats(tmp_path / "s.json")["devices"][0]["queues"][0]
+    if ioeventfd:
+        assert q["kicks_exit"] == 0 and q["kicks_eventfd"] == 256, q
+    else:
+        assert q["kicks_exit"] == 256 and q["kicks_eventfd"] == 0, q
