@@ -174,12 +174,18 @@ static void check_interrupts(void *buf)
 
 	vio_irq_route(&dev, 0x42);
 	vio_want_interrupt(&vq, true);
+	/* 2.7.10: with EVENT_IDX the device ignores the avail flags */
+	if (vq.event_idx)
+		*(volatile uint16_t *)&vq.avail->flags =
+			VRING_AVAIL_F_NO_INTERRUPT;
 	kit_check(rw(false, 0, buf, SECTOR) == VIRTIO_BLK_S_OK, "read sector 0");
 	kit_check(vio_irq_wait(0x42, 200000),
-		  "no interrupt after %s was lifted", how);
+		  "no interrupt after %s was lifted%s", how, vq.event_idx ?
+		  " (NO_INTERRUPT set, which EVENT_IDX overrides)" : "");
 	isr = vio_isr(&dev);
 	kit_check(isr & VIO_INT_VRING, "InterruptStatus %#x: bit 0 clear", isr);
 	vio_isr_ack(&dev, isr);
+	*(volatile uint16_t *)&vq.avail->flags = 0;
 
 	vio_irq_mask(&dev);
 	kit_printf("interrupts: GSI %u, suppression by %s ok\n", dev.gsi, how);
