@@ -109,9 +109,10 @@ void devices_write_stats(struct vm *vm, FILE *f)
 			virtio_blk_device(vm->devices->blk[i]);
 
 		fprintf(f, "%s{\"type\":\"virtio-blk\",\"transport\":\"%s\","
-			"\"driver_seen\":%s,\"status\":%u,", i ? "," : "",
-			transport_names[vm->cfg->transport],
-			vdev->driver_seen ? "true" : "false", vdev->status);
+			"\"driver_seen\":%s,\"status\":%u,\"times_broken\":%u,",
+			i ? "," : "", transport_names[vm->cfg->transport],
+			vdev->driver_seen ? "true" : "false", vdev->status,
+			vdev->times_broken);
 		write_queue_stats(f, vdev);
 		fprintf(f, "}");
 	}

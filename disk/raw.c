@@ -21,31 +21,30 @@
 
 int disk_parse_option(const char *arg, struct disk_config *cfg)
 {
-	char *copy = strdup(arg), *opt, *save = NULL;
+	const char *opt = strchr(arg, ',');
+	size_t len = opt ? (size_t)(opt - arg) : strlen(arg);
 
-	if (!copy) {
-		pr_err("out of memory");
-		return -1;
-	}
 	memset(cfg, 0, sizeof(*cfg));
-	opt = strtok_r(copy, ",", &save);
-	if (!opt || !*opt) {
-		pr_err("-d '%s': no image path", arg);
-		free(copy);
+	if (!len || len >= sizeof(cfg->path_buf)) {
+		pr_err("-d '%s': %s image path", arg, len ? "too long an" : "no");
 		return -1;
 	}
-	cfg->path = opt;	/* lives as long as the process: like argv */
-	while ((opt = strtok_r(NULL, ",", &save))) {
-		if (!strcmp(opt, "ro")) {
+	memcpy(cfg->path_buf, arg, len);
+	cfg->path = cfg->path_buf;
+	while (opt) {
+		const char *name = opt + 1, *next = strchr(name, ',');
+		size_t n = next ? (size_t)(next - name) : strlen(name);
+
+		if (n == 2 && !strncmp(name, "ro", 2)) {
 			cfg->readonly = true;
-		} else if (!strcmp(opt, "direct")) {
+		} else if (n == 6 && !strncmp(name, "direct", 6)) {
 			cfg->direct = true;
 		} else {
-			pr_err("-d '%s': unknown disk option '%s' (ro, direct)",
-			       arg, opt);
-			free(copy);
+			pr_err("-d '%s': unknown disk option '%.*s' (ro, direct)",
+			       arg, (int)n, name);
 			return -1;
 		}
+		opt = next;
 	}
 	return 0;
 }
@@ -98,6 +97,17 @@ static int disk_get_size(struct disk *disk, const struct stat *st)
 	return 0;
 }
 
+/* What O_DIRECT needs: the logical block size, at least 512 bytes. */
+static unsigned int disk_direct_alignment(struct disk *disk)
+{
+	int lbs = 0;
+
+	if (disk->is_block_device && !ioctl(disk->fd, BLKSSZGET, &lbs) &&
+	    lbs >= 512)
+		return lbs;
+	return 512;	/* the logical block size nearly every disk has */
+}
+
 int disk_open(struct disk *disk, const struct disk_config *cfg)
 {
 	int flags = (cfg->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC |
@@ -122,6 +132,9 @@ int disk_open(struct disk *disk, const struct disk_config *cfg)
 		pr_warn("disk '%s': size is not a multiple of 512 bytes; the tail is not visible",
 			cfg->path);
 	disk_make_serial(disk, &st);
+	disk->direct = cfg->direct;
+	if (cfg->direct)
+		disk->align = disk_direct_alignment(disk);
 	return 0;
 }
 
@@ -171,15 +184,61 @@ static int disk_io(struct disk *disk, const struct iovec *iov_in, int iovcnt,
 	return 0;
 }
 
+static bool iov_aligned(const struct iovec *iov, int iovcnt, uint64_t offset,
+			unsigned int align)
+{
+	int i;
+
+	if (offset % align)
+		return false;
+	for (i = 0; i < iovcnt; i++)
+		if ((uintptr_t)iov[i].iov_base % align || iov[i].iov_len % align)
+			return false;
+	return true;
+}
+
+/*
+ * O_DIRECT wants aligned memory, but virtio lets a driver use any buffer:
+ * such requests go through an aligned bounce buffer.
+ */
+static int disk_io_bounce(struct disk *disk, const struct iovec *iov,
+			  int iovcnt, uint64_t offset, bool write)
+{
+	size_t len = 0, done = 0;
+	struct iovec one;
+	void *bounce;
+	int i, ret;
+
+	for (i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	if (offset % disk->align || len % disk->align)
+		return -EINVAL;	/* not whole blocks: nothing to bounce to */
+	if (posix_memalign(&bounce, disk->align, len ? len : disk->align))
+		return -ENOMEM;
+	for (i = 0; write && i < iovcnt; done += iov[i].iov_len, i++)
+		memcpy((uint8_t *)bounce + done, iov[i].iov_base, iov[i].iov_len);
+	one = (struct iovec) { .iov_base = bounce, .iov_len = len };
+	ret = disk_io(disk, &one, 1, offset, write);
+	for (i = 0, done = 0; !ret && !write && i < iovcnt;
+	     done += iov[i].iov_len, i++)
+		memcpy(iov[i].iov_base, (uint8_t *)bounce + done, iov[i].iov_len);
+	free(bounce);
+	return ret;
+}
+
 int disk_readv(struct disk *disk, const struct iovec *iov, int iovcnt,
 	       uint64_t offset)
 {
+	if (disk->direct && !iov_aligned(iov, iovcnt, offset, disk->align))
+		return disk_io_bounce(disk, iov, iovcnt, offset, false);
 	return disk_io(disk, iov, iovcnt, offset, false);
 }
 
 int disk_writev(struct disk *disk, const struct iovec *iov, int iovcnt,
 		uint64_t offset)
 {
+	if (disk->direct && !iov_aligned(iov, iovcnt, offset, disk->align))
+		return disk_io_bounce(disk, iov, iovcnt, offset, true);
 	return disk_io(disk, iov, iovcnt, offset, true);
 }
 

@@ -111,6 +111,13 @@ static uint8_t blk_rw(struct virtio_blk *blk, const struct virtq_chain *c,
 
 	if (write && blk->disk.readonly)
 		return VIRTIO_BLK_S_IOERR;
+	/*
+	 * Data goes one way: a read's data buffers must all be writable
+	 * (nothing readable but the header), a write's all readable (nothing
+	 * writable but the status byte).
+	 */
+	if (write ? c->in_len != 1 : c->out_len != sizeof(*hdr))
+		return VIRTIO_BLK_S_IOERR;
 	if (!blk_range_ok(blk, hdr->sector, len))
 		return VIRTIO_BLK_S_IOERR;
 	if (write)

@@ -322,7 +322,12 @@ void virtio_device_broken(struct virtio_device *vdev, struct virtio_queue *q,
 
 	if (old & VIRTIO_CONFIG_S_NEEDS_RESET)
 		return;
-	pr_warn("virtio-%s: queue %u: %s: device needs a reset",
-		vdev->ops->name, q ? q->index : 0, why);
+	/* A guest can break and reset a device at will: say it once. */
+	if (!__atomic_fetch_add(&vdev->times_broken, 1, __ATOMIC_RELAXED))
+		pr_warn("virtio-%s: queue %u: %s: device needs a reset (later occurrences only in --stats)",
+			vdev->ops->name, q ? q->index : 0, why);
+	else
+		pr_debug("virtio-%s: queue %u: %s: device needs a reset",
+			 vdev->ops->name, q ? q->index : 0, why);
 	vdev->transport->signal_config(vdev);
 }

@@ -15,7 +15,8 @@
 #define DISK_SERIAL_LEN		20	/* VIRTIO_BLK_ID_BYTES */
 
 struct disk_config {
-	const char *path;
+	const char *path;		/* points at path_buf after parsing */
+	char path_buf[4096];
 	bool readonly;
 	bool direct;			/* O_DIRECT: bypass the host page cache */
 };
@@ -27,6 +28,8 @@ struct disk {
 	uint64_t size;			/* bytes */
 	bool readonly;
 	bool is_block_device;
+	bool direct;			/* O_DIRECT: I/O must be aligned */
+	unsigned int align;		/* O_DIRECT memory/offset alignment */
 	char serial[DISK_SERIAL_LEN];	/* stable: from the image's identity */
 };
 

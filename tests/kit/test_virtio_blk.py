@@ -267,14 +267,7 @@ def direct_io_works(directory):
     return True
 
 
-@pytest.mark.parametrize("unaligned", [
-    0,
-    pytest.param(1, marks=pytest.mark.xfail(strict=True, reason=(
-        "lkvm bug: with -d IMG,direct a request whose guest buffers are not "
-        "aligned to the host's O_DIRECT memory alignment fails with "
-        "VIRTIO_BLK_S_IOERR (preadv/pwritev EINVAL); virtio allows any "
-        "buffer alignment, so lkvm must bounce such requests"))),
-], ids=["aligned", "unaligned"])
+@pytest.mark.parametrize("unaligned", [0, 1], ids=["aligned", "unaligned"])
 def test_blk_direct(tmp_path, unaligned):
     if not direct_io_works(tmp_path):
         pytest.skip("no O_DIRECT on this file system")

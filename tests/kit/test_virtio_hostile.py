@@ -29,11 +29,6 @@ pytestmark = pytest.mark.skipif(
     reason="needs ./lkvm (make lkvm) and access to /dev/kvm")
 
 
-def xfail(case, why):
-    return pytest.param(case, marks=pytest.mark.xfail(strict=True,
-                                                      reason=why))
-
-
 CASES = [
     "desc_past_ram",        # data buffer across the end of RAM
     "desc_hole",            # data buffer on the device's own registers
@@ -53,17 +48,8 @@ CASES = [
     "len_overflow",         # chain total past 4 GiB, every buffer in RAM
     "avail_jump",           # avail->idx moves by queue size + 1
     "avail_back",           # avail->idx moves backwards
-    xfail("read_ro_buf",
-          "lkvm bug: a VIRTIO_BLK_T_IN whose data descriptor lacks "
-          "VRING_DESC_F_WRITE completes with VIRTIO_BLK_S_OK and used.len 1 "
-          "(0 bytes read, silently) instead of IOERR or NEEDS_RESET: "
-          "blk_rw() takes the read length from the writable part only and "
-          "never looks at the extra readable bytes"),
-    xfail("write_wo_buf",
-          "lkvm bug: a VIRTIO_BLK_T_OUT whose data descriptor is "
-          "device-writable completes with VIRTIO_BLK_S_OK (0 bytes "
-          "written, silently) instead of IOERR or NEEDS_RESET: blk_rw() "
-          "takes the write length from the readable part only"),
+    "read_ro_buf",          # IN whose data buffer is device-readable
+    "write_wo_buf",         # OUT whose data buffer is device-writable
     "hdr_writable",         # header in a writable buffer: IOERR
     "no_status",            # no writable byte: returned with len 0
     "bad_len",              # read of 100 bytes: IOERR
@@ -78,11 +64,7 @@ CASES = [
     "reset_inflight",       # reset with 8 requests queued
     "config_oob",           # config reads/writes past its end
     "regs",                 # odd-width, read-only and unknown registers
-    xfail("shm",
-          "lkvm deviation from virtio 1.2 4.2.2: SHMLenLow/High read 0 for "
-          "a shared memory region that does not exist; the spec says -1 "
-          "(Linux's vm_get_shm_region() takes 0 for a zero-length region "
-          "at address 0)"),
+    "shm",                  # SHMLen of a region that does not exist: -1
     "features",             # FEATURES_OK without VERSION_1 / with bit 50
 ]
 
@@ -167,10 +149,6 @@ def test_reset_race(image, lkvm, ioeventfd):
     assert all(l.startswith("lkvm: warning: ") for l in lines), report
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lkvm: virtio_device_broken() warns once per NEEDS_RESET, and the "
-    "guest may reset and break the device again at will, so a guest can "
-    "make lkvm print any number of warning lines (no rate limit)"))
 def test_warnings_bounded(image):
     """Ten rounds of: break the device (avail index jump), reset it."""
     rc, out, err, report = run(LKVM, "-k", HOSTILE, "-d", image,
@@ -182,9 +160,6 @@ def test_warnings_bounded(image):
 
 @pytest.mark.skipif(not os.access(SANITIZE_LKVM, os.X_OK),
                     reason="no build/sanitize/lkvm (make SANITIZE=1)")
-@pytest.mark.xfail(strict=True, reason=(
-    "lkvm bug: LeakSanitizer reports the strdup() in disk_parse_option() "
-    "(disk/raw.c) at exit, so every ASan run with -d exits 1"))
 def test_sanitize_disk_option_leak(image):
     rc, out, err, report = run(SANITIZE_LKVM, "-k", HOSTILE, "-d", image,
                                "-p", "case=indirect_ok")

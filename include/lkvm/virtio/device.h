@@ -102,6 +102,7 @@ struct virtio_device {
 	uint8_t *config;		/* device-specific config space */
 	uint32_t config_size;
 	bool driver_seen;		/* the driver ever set DRIVER */
+	unsigned int times_broken;	/* NEEDS_RESET raised (atomic) */
 
 	unsigned int nr_queues;
 	struct virtio_queue queues[VIRTIO_MAX_QUEUES];
