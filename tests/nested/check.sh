@@ -19,6 +19,23 @@ fact cmdline "$(cat /proc/cmdline)"
 # CPUID leaf 0xD against XCR0 (tests/nested/xsave-check.c).
 [ -x /xsave-check ] && /xsave-check
 
+# A virtio-blk disk, if lkvm was given one (-d): its size, the signature
+# the test wrote at its start, where it sits (PCI or ACPI/virtio-mmio) and
+# whether 256 KiB written at 1 MiB read back the same from the device.
+if [ -b /dev/vda ]; then
+	fact disk_sectors "$(cat /sys/block/vda/size)"
+	fact disk_head "$(head -c 8 /dev/vda)"
+	fact disk_path "$(readlink -f /sys/block/vda/device)"
+	dd if=/dev/urandom of=/tmp/pattern bs=64k count=4 2>/dev/null
+	dd if=/tmp/pattern of=/dev/vda bs=64k seek=16 conv=fsync 2>/dev/null
+	echo 3 >/proc/sys/vm/drop_caches
+	a=$(md5sum </tmp/pattern)
+	b=$(dd if=/dev/vda bs=64k skip=16 count=4 2>/dev/null | md5sum)
+	fact disk_rw "$([ "$a" = "$b" ] && echo same || echo differ)"
+else
+	fact disk_sectors 0
+fi
+
 # Trouble the kernel reports but survives: the tests want none of it.
 dmesg >/tmp/dmesg
 acpi='ACPI Error\|ACPI BIOS Error\|ACPI Warning'

@@ -7,9 +7,14 @@ guest/init and ends with a status: half of the boots power off (lkvm must
 exit 0), the other half report 42 through the debug-exit port (lkvm must
 exit 42); every flavour, format and vCPU count sees both.
 
+Each boot also gets a virtio-blk disk, on the three transports in turn
+(modern virtio-pci, legacy virtio-pci, virtio-mmio described in ACPI), so
+that each flavour sees all three.
+
 Per boot: lkvm's exit code, the CPU count, MemTotal against -m, no ACPI
 errors, no XSAVE/CPUID consistency warnings, no kernel WARN/BUG, the right
-kernel; the boot time is recorded (printed in pytest's summary).
+kernel, the disk found on the right bus and read/written through; the boot
+time is recorded (printed in pytest's summary).
 
 Environment: LKVM_NESTED_WORK keeps the L1 image and console log in a
 directory of your choice; LKVM_NESTED_JOB_TIMEOUT bounds each L2 boot;
@@ -39,13 +44,21 @@ JOB_TIMEOUT = int(os.environ.get("LKVM_NESTED_JOB_TIMEOUT", "90"))
 MEM_SLACK_MIB = 64
 
 
+TRANSPORTS = ("pci", "pci-legacy", "mmio")
+DISK = "/l2/disk.img"
+DISK_MIB = 4
+DISK_SIGNATURE = "LKVMDISK"
+
+
 def _combos():
+    i = 0
     for flavour in FLAVOURS:
         for cpus in CPUS:
             for fmt in FORMATS:
                 status = STATUS if (cpus == 2) != (fmt == "vmlinux") else 0
                 name = "%s-%s-c%d" % (flavour, fmt, cpus)
-                yield name, flavour, cpus, fmt, status
+                yield name, flavour, cpus, fmt, status, TRANSPORTS[i % 3]
+                i += 1
 
 
 COMBOS = list(_combos())
@@ -54,13 +67,14 @@ COMBOS = list(_combos())
 TIMINGS = []
 
 
-def _l2_job(name, flavour, cpus, fmt, status):
+def _l2_job(name, flavour, cpus, fmt, status, transport):
     kernel = "/l2/%s/%s" % (flavour, "bzImage" if fmt == "bzimage"
                             else "vmlinux")
     params = "console=ttyS0 quiet panic=-1 lkvm.run=/check.sh,%d" % status
     argv = ["lkvm", "run", "-k", kernel, "-i", "/l2/%s/initrd" % flavour,
             "-m", str(MEM_MIB), "-c", str(cpus), "--name", name,
-            "--timeout", str(JOB_TIMEOUT), "-p", params]
+            "--timeout", str(JOB_TIMEOUT), "-d", DISK,
+            "--virtio-transport", transport, "-p", params]
     # The shell's bound is later than lkvm's, so that lkvm's own --timeout
     # (exit 124) is what normally fires.
     return nested.Job(name, argv, timeout=JOB_TIMEOUT + 15)
@@ -89,6 +103,11 @@ def l1(tmp_path_factory):
         files["/l2/%s/vmlinux" % f] = kernels[f]["vmlinux"]
         files["/l2/%s/initrd" % f] = nested.build_l2_initramfs(
             os.path.join(work, "l2-%s.gz" % f), kernels[f])
+    disk = os.path.join(work, "disk.img")
+    with open(disk, "wb") as f:
+        f.write(DISK_SIGNATURE.encode())
+        f.truncate(DISK_MIB << 20)
+    files[DISK] = disk
     jobs = [nested.Job("probe", ["lkvm", "probe"], timeout=20)]
     jobs += [_l2_job(*c) for c in COMBOS]
     res = nested.run_l1(jobs, files, l1_kernel=kernels["generic"],
@@ -99,12 +118,13 @@ def l1(tmp_path_factory):
                    " console log %s/console.log" % (
                        "completed" if res.completed else "FAILED",
                        res.elapsed, res.l1.get("boot_time"), work))
-    for name, *_ in COMBOS:
+    for name, *_, transport in COMBOS:
         j = res.jobs.get(name)
         if j:
-            TIMINGS.append("nested: %-20s exit=%s  %s s in L1, guest"
+            TIMINGS.append("nested: %-20s %-10s exit=%s  %s s in L1, guest"
                            " uptime at check %s s" % (
-                               name, j.exit, j.time, j.facts.get("uptime")))
+                               name, transport, j.exit, j.time,
+                               j.facts.get("uptime")))
     return res
 
 
@@ -120,9 +140,9 @@ def test_probe_says_accelerated(l1):
     assert j.exit == 0, "lkvm probe in L1 (nested SVM):\n" + j.tail()
 
 
-@pytest.mark.parametrize("name,flavour,cpus,fmt,status", COMBOS,
+@pytest.mark.parametrize("name,flavour,cpus,fmt,status,transport", COMBOS,
                          ids=[c[0] for c in COMBOS])
-def test_l2_boot(l1, name, flavour, cpus, fmt, status):
+def test_l2_boot(l1, name, flavour, cpus, fmt, status, transport):
     j = l1.jobs.get(name)
     if j is None or j.exit is None:
         pytest.fail("L2 boot %s did not %s.\n%s" % (
@@ -154,6 +174,22 @@ def test_l2_boot(l1, name, flavour, cpus, fmt, status):
             facts.get("xsave_size_expected"), facts.get("xcr0"), ", ".join(
                 "%s=%s" % (k, v) for k, v in sorted(facts.items())
                 if k.startswith("cpuid_d_"))))
+    # The disk: on PCI for both virtio-pci flavours, on the ACPI-described
+    # virtio-mmio device (LNRO0005) otherwise.
+    if facts.get("disk_sectors") != str(DISK_MIB * 2048):
+        problems.append("disk (%s): %s sectors, expected %d" % (
+            transport, facts.get("disk_sectors"), DISK_MIB * 2048))
+    else:
+        path = facts.get("disk_path", "")
+        on_pci = "/pci0000:" in path
+        if on_pci != (transport != "mmio"):
+            problems.append("disk (%s) at %s" % (transport, path))
+        if facts.get("disk_head") != DISK_SIGNATURE:
+            problems.append("disk (%s) starts with %r" % (
+                transport, facts.get("disk_head")))
+        if facts.get("disk_rw") != "same":
+            problems.append("disk (%s): data read back %s" % (
+                transport, facts.get("disk_rw")))
     for key, what in (("acpi_errors", "ACPI errors"),
                       ("cpuid_warnings", "XSAVE/CPUID consistency warnings"),
                       ("kernel_warnings", "kernel WARN/BUG/Oops lines")):
