@@ -182,3 +182,30 @@ def test_help_and_version():
         assert code in p.stdout
     p = run(["version"])
     assert p.returncode == 0 and p.stdout.startswith("lkvm version")
+
+
+def test_disk_missing(tmp):
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", str(tmp / "no.img")]),
+                          "disk", "no.img", "No such file")
+
+
+def test_disk_bad_option(tmp):
+    img = tmp / "d.img"
+    img.write_bytes(b"\0" * 4096)
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", f"{img},fast"]),
+                          "unknown disk option", "fast")
+
+
+def test_disk_empty_path():
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", ",ro"]),
+                          "no image path")
+
+
+def test_disk_is_a_directory(tmp):
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", str(tmp)]),
+                          "disk")
+
+
+def test_bad_transport():
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "--virtio-transport",
+                               "usb"]), "--virtio-transport", "usb")
