@@ -22,6 +22,7 @@ enum {
 	OPT_REBOOT,
 	OPT_TRANSPORT,
 	OPT_NO_IOEVENTFD,
+	OPT_MMIO_CMDLINE,
 };
 
 static const struct option run_options[] = {
@@ -39,6 +40,7 @@ static const struct option run_options[] = {
 	{ "disk",	required_argument, NULL, 'd' },
 	{ "virtio-transport", required_argument, NULL, OPT_TRANSPORT },
 	{ "no-ioeventfd", no_argument,	   NULL, OPT_NO_IOEVENTFD },
+	{ "mmio-cmdline", no_argument,	   NULL, OPT_MMIO_CMDLINE },
 	{ "verbose",	no_argument,	   NULL, 'v' },
 	{ "quiet",	no_argument,	   NULL, 'q' },
 	{ "help",	no_argument,	   NULL, 'h' },
@@ -71,6 +73,8 @@ void cli_usage_run(void)
 "                        INTx) for old kernels, or virtio-mmio (in ACPI)\n"
 "      --no-ioeventfd    serve queue notifies in vCPU threads (to measure\n"
 "                        what ioeventfd saves)\n"
+"      --mmio-cmdline    also list virtio-mmio devices on the kernel command\n"
+"                        line (virtio_mmio.device=), for kernels without ACPI\n"
 "      --name NAME       a name for the VM\n"
 "      --console serial  console device (the 8250 UART on COM1, ttyS0)\n"
 "      --timeout SECONDS stop the guest after SECONDS and exit 124\n"
@@ -198,6 +202,7 @@ static int parse_option(int opt, struct vm_config *cfg)
 	case OPT_STATS: cfg->stats_path = optarg; return 0;
 	case OPT_REBOOT: cfg->reboot = true; return 0;
 	case OPT_NO_IOEVENTFD: cfg->no_ioeventfd = true; return 0;
+	case OPT_MMIO_CMDLINE: cfg->mmio_cmdline = true; return 0;
 	case 'd':
 		if (cfg->nr_disks == LKVM_MAX_DISKS) {
 			pr_err("-d: at most %d disks", LKVM_MAX_DISKS);

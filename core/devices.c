@@ -36,7 +36,8 @@ int devices_create(struct vm *vm)
 		struct virtio_blk_options opts = {
 			.disk = cfg->disks[i],
 			.transport = cfg->transport,
-			.nr_queues = 1,
+			/* A queue per vCPU: no vCPU waits on another's. */
+			.nr_queues = MIN(cfg->nr_cpus, (unsigned int)VIRTIO_MAX_QUEUES - 1),
 			.use_ioeventfd = !cfg->no_ioeventfd,
 		};
 

@@ -4,7 +4,9 @@
  * RSDP's address on), then the kernel in whichever format it is, or the
  * firmware image, which owns low memory itself and gets no tables.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lkvm/arch.h"
 #include "lkvm/util.h"
@@ -51,13 +53,47 @@ static int x86_build_tables(struct vm *vm, uint64_t *rsdp)
 	return 0;
 }
 
+/*
+ * --mmio-cmdline: also name the virtio-mmio devices on the kernel command
+ * line (virtio_mmio.device=SIZE@BASE:GSI), for kernels built with
+ * CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES but without ACPI. Only on request: a
+ * kernel that has both would see every device twice.
+ */
+static char *x86_kernel_params(struct vm *vm)
+{
+	const struct vm_config *cfg = vm->cfg;
+	const char *base = cfg->params ? cfg->params : arch_default_params;
+	size_t len = strlen(base) + 1, used;
+	unsigned int i;
+	char *params;
+
+	if (cfg->mmio_cmdline)
+		len += vm->nr_mmio_devs * 64;
+	params = malloc(len);
+	if (!params) {
+		pr_err("out of memory");
+		return NULL;
+	}
+	used = snprintf(params, len, "%s", base);
+	for (i = 0; cfg->mmio_cmdline && i < vm->nr_mmio_devs; i++)
+		used += snprintf(params + used, len - used,
+				 " virtio_mmio.device=%uK@%#llx:%u",
+				 vm->mmio_devs[i].size / 1024,
+				 (unsigned long long)vm->mmio_devs[i].base,
+				 vm->mmio_devs[i].gsi);
+	return params;
+}
+
 static int x86_load_kernel(struct vm *vm, uint64_t rsdp)
 {
 	const struct vm_config *cfg = vm->cfg;
-	const char *params = cfg->params ? cfg->params : arch_default_params;
 	void *kernel = NULL, *initrd = NULL;
 	size_t kernel_size, initrd_size = 0;
+	char *params = x86_kernel_params(vm);
 	int ret = -1;
+
+	if (!params)
+		return -1;
 
 	if (read_file(cfg->kernel, "kernel", &kernel, &kernel_size))
 		return -1;
@@ -71,6 +107,7 @@ static int x86_load_kernel(struct vm *vm, uint64_t rsdp)
 		ret = x86_load_bzimage(vm, kernel, kernel_size, params, initrd,
 				       initrd_size, rsdp);
 out:
+	free(params);
 	free(initrd);
 	free(kernel);
 	return ret;

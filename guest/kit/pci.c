@@ -6,7 +6,8 @@
  * 64-bit BAR inside the host bridge window, an MSI-X capability, and a
  * common configuration that reads back what the driver writes.
  * Expectations come from the command line: blk=1 when a disk is attached,
- * scans=N repeats the bus scan N times (the test counts exits with them).
+ * queues=N its queue count (one per vCPU), scans=N repeats the bus scan N
+ * times (the test counts exits with them).
  */
 #include "kit.h"
 
@@ -82,8 +83,8 @@ static void check_blk(unsigned int slot)
 	if (!common || !bar)
 		return;
 	cfg = bar + kit_pci_read32(0, slot, 0, common + 8);
-	kit_check(mmio_read16(cfg + COMMON_NUMQ) == 1, "num_queues %u",
-		  mmio_read16(cfg + COMMON_NUMQ));
+	kit_check(mmio_read16(cfg + COMMON_NUMQ) == kit_cmdline_u64("queues", 1),
+		  "num_queues %u", mmio_read16(cfg + COMMON_NUMQ));
 	mmio_write16(cfg + COMMON_Q_SELECT, 0);
 	kit_check(mmio_read16(cfg + COMMON_Q_SIZE) == 256, "queue size %u",
 		  mmio_read16(cfg + COMMON_Q_SIZE));

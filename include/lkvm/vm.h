@@ -46,6 +46,7 @@ struct vm_config {
 	struct disk_config disks[LKVM_MAX_DISKS];
 	enum virtio_transport transport;
 	bool no_ioeventfd;		/* serve notifies in vCPU threads */
+	bool mmio_cmdline;		/* virtio_mmio.device= on the cmdline */
 	bool default_guest;		/* kernel/initrd/params came from the cache */
 };
 

@@ -169,12 +169,12 @@ def _stats(path):
         return json.load(f)
 
 
-@pytest.mark.parametrize("disk", [False, True])
-def test_pci_bus(tmp_path, disk):
+@pytest.mark.parametrize("disk,cpus", [(False, 1), (True, 1), (True, 3)])
+def test_pci_bus(tmp_path, disk, cpus):
     """Bus 0 as a driver sees it, and a bus scan costs one exit per read:
     the config-address writes are coalesced by KVM instead of exiting."""
-    args = ["-k", kit("pci.elf"), "--stats", tmp_path / "s.json"]
-    params = "scans=50"
+    args = ["-k", kit("pci.elf"), "-c", cpus, "--stats", tmp_path / "s.json"]
+    params = f"scans=50 queues={cpus}"
     if disk:
         img = tmp_path / "d.img"
         img.write_bytes(b"")
@@ -186,7 +186,7 @@ def test_pci_bus(tmp_path, disk):
     assert "PASS: pci" in r.out, r
     st = _stats(tmp_path / "s.json")
     pio = {d["device"]: d["exits"] for d in st["pio_devices"]}
-    io_exits = st["vcpus"][0]["io"]
+    io_exits = sum(v["io"] for v in st["vcpus"])
     if st["coalesced_pio"]:
         # Each config read is an address write (queued) plus a data read.
         others = sum(n for dev, n in pio.items() if dev != "pci-host")
@@ -212,3 +212,16 @@ def test_notify_path(tmp_path, transport, ioeventfd):
         assert q["kicks_exit"] == 0 and q["kicks_eventfd"] == 256, q
     else:
         assert q["kicks_exit"] == 256 and q["kicks_eventfd"] == 0, q
+
+
+def test_mmio_cmdline(tmp_path):
+    """--mmio-cmdline names each virtio-mmio slot for kernels without ACPI."""
+    img = tmp_path / "d.img"
+    img.write_bytes(b"\0" * 4096)
+    img2 = tmp_path / "e.img"
+    img2.write_bytes(b"\0" * 4096)
+    r = lkvm_run("-k", kit("exit.elf"), "-d", img, "-d", f"{img2},ro",
+                 "--virtio-transport", "mmio", "--mmio-cmdline", "-p", "x=1")
+    assert r.rc == 0, r
+    assert ('cmdline: "x=1 virtio_mmio.device=4K@0xe0000000:5 '
+            'virtio_mmio.device=4K@0xe0001000:6"') in r.out, r
