@@ -59,7 +59,7 @@ static int disk_lock(struct disk *disk)
 	if (fcntl(disk->fd, F_OFD_SETLK, &fl) == 0)
 		return 0;
 	if (errno == EAGAIN || errno == EACCES)
-		pr_err("disk '%s' is in use by another process (locked)",
+		pr_err("disk '%s' is in use: locked by another VM, or given twice",
 		       disk->path);
 	else
 		pr_err("cannot lock disk '%s': %s", disk->path, strerror(errno));

@@ -84,15 +84,6 @@ def run(lkvm, *args, env=None):
     return proc.returncode, out, err, report
 
 
-def no_leak_checks():
-    """The hostile runs look for memory-safety errors; the one known leak
-    (test_sanitize_disk_option_leak) would fail every one of them."""
-    env = dict(os.environ)
-    env["ASAN_OPTIONS"] = ":".join(filter(None, [
-        env.get("ASAN_OPTIONS", ""), "detect_leaks=0"]))
-    return env
-
-
 def lkvm_binaries():
     yield pytest.param(LKVM, id="lkvm")
     yield pytest.param(SANITIZE_LKVM, id="sanitize", marks=pytest.mark.skipif(
@@ -115,7 +106,7 @@ def test_hostile(image, lkvm, case):
         pytest.fail(f"{HOSTILE} missing: run make guest-kit")
     rc, out, err, report = run(
         lkvm, "-k", HOSTILE, "-d", image, "-p", f"case={case}",
-        env=no_leak_checks() if lkvm == SANITIZE_LKVM else None)
+        env=None)
     assert f"case {case} " in out, report
     assert "recovered: read after reset ok" in out, report
     assert rc == 0, report
@@ -132,7 +123,7 @@ def reset_race(lkvm, image, ioeventfd):
     if not ioeventfd:
         args.insert(0, "--no-ioeventfd")
     return run(lkvm, *args,
-               env=no_leak_checks() if lkvm == SANITIZE_LKVM else None)
+               env=None)
 
 
 @pytest.mark.parametrize("ioeventfd", [True, False],
