@@ -128,6 +128,12 @@ fetch() {
 }
 
 [ $# -gt 0 ] || set -- generic
+# One fetch at a time per cache (CI and a developer may share it).
+mkdir -p "$CACHE/kernels"
+if command -v flock >/dev/null 2>&1; then
+	exec 9>"$CACHE/kernels/.lock"
+	flock 9
+fi
 for f in "$@"; do
 	fetch "$f"
 done

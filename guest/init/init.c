@@ -50,6 +50,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #define DEBUG_EXIT_PORT	0x501
@@ -389,6 +390,12 @@ static __attribute__((noreturn)) void end_vm(int status,
 {
 	kill_all();
 	sync();
+	/*
+	 * The UART sends from a kernel buffer; powering off before it is
+	 * empty loses the command's last lines. Through /dev/console this
+	 * waits for the tty that the command wrote to as well.
+	 */
+	tcdrain(STDOUT_FILENO);
 	if (requested) {
 		reboot(requested);
 	} else if (mode == STATUS_PORT || (mode == STATUS_AUTO && status)) {
