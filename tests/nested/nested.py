@@ -89,6 +89,8 @@ job() {
 . /l1/jobs.sh
 echo "@@L1 done=1"
 sync
+# Let the UART send the last lines: power-off does not wait for it.
+sleep 1
 poweroff -f
 """
 
