@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The virtio transports' register files, driven as a guest driver would:
+ * virtio-mmio registers through the MMIO bus, virtio-pci configuration
+ * space through ports 0xcf8/0xcfc and its BAR through the MMIO bus. A VM
+ * is created on /dev/kvm (for the ioeventfds and irqfds the transports
+ * bind), no vCPU runs. Skipped where /dev/kvm cannot be opened.
+ */
+#include <fcntl.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_mmio.h>
+#include <linux/virtio_pci.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "lkvm/arch.h"
+#include "lkvm/hw.h"
+#include "lkvm/irq.h"
+#include "lkvm/util.h"
+#include "lkvm/virtio/device.h"
+#include "lkvm/virtio/transport.h"
+#include "lkvm/vm.h"
+#include "lkvm/x86/layout.h"
+
+struct fixture {
+	struct vm_config cfg;
+	struct vm vm;
+	struct virtio_device vdev;
+	struct iothread *iothread;
+	uint8_t config[64];
+	unsigned int kicks;
+};
+
+static void test_queue_kick(struct virtio_device *vdev, struct virtio_queue *q)
+{
+	((struct fixture *)vdev->priv)->kicks++;
+}
+
+static const struct virtio_device_ops test_ops = {
+	.name = "test",
+	.device_id = 2,
+	.queue_kick = test_queue_kick,
+};
+
+static int setup(void **state, enum virtio_transport transport)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	uint64_t ranges[ARCH_MAX_RAM_RANGES][2];
+	unsigned int n, i;
+
+	f->cfg = (struct vm_config) { .mem_mib = 16, .nr_cpus = 1 };
+	if (access("/dev/kvm", R_OK | W_OK) || vm_create(&f->vm, &f->cfg)) {
+		free(f);
+		return -1;
+	}
+	n = arch_ram_layout(f->cfg.mem_mib * MiB, ranges);
+	assert_int_equal(vm_setup_ram(&f->vm, (const uint64_t (*)[2])ranges, n), 0);
+	assert_int_equal(arch_vm_init(&f->vm), 0);
+	assert_int_equal(irq_init(&f->vm), 0);
+	assert_int_equal(pci_host_init(&f->vm, X86_PORT_PCI_CONFIG), 0);
+	f->iothread = iothread_create(&f->vm, "test-io");
+	assert_non_null(f->iothread);
+	assert_int_equal(virtio_device_init(&f->vdev, &f->vm, &test_ops, f, 2,
+					    64, f->iothread, true), 0);
+	for (i = 0; i < sizeof(f->config); i++)
+		f->config[i] = i;
+	f->vdev.config = f->config;
+	f->vdev.config_size = sizeof(f->config);
+	if (transport == VIRTIO_TRANSPORT_MMIO)
+		assert_int_equal(virtio_mmio_create(&f->vm, &f->vdev), 0);
+	else
+		assert_int_equal(virtio_pci_create(&f->vm, &f->vdev,
+			transport == VIRTIO_TRANSPORT_PCI_LEGACY, 0x010000), 0);
+	*state = f;
+	return 0;
+}
+
+static int setup_mmio(void **state)
+{
+	return setup(state, VIRTIO_TRANSPORT_MMIO) ? (skip(), 0) : 0;
+}
+
+static int setup_pci(void **state)
+{
+	return setup(state, VIRTIO_TRANSPORT_PCI) ? (skip(), 0) : 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	if (!f)
+		return 0;
+	virtio_device_stop(&f->vdev);
+	iothread_destroy(f->iothread);
+	irq_exit(&f->vm);
+	arch_vm_exit(&f->vm);
+	vm_destroy(&f->vm);
+	free(f);
+	return 0;
+}
+
+static uint32_t mmio_rd(struct fixture *f, uint64_t reg)
+{
+	uint32_t v;
+
+	bus_access(&f->vm.mmio, f->vm.mmio_devs[0].base + reg, &v, 4, false);
+	return v;
+}
+
+static void mmio_wr(struct fixture *f, uint64_t reg, uint32_t v)
+{
+	bus_access(&f->vm.mmio, f->vm.mmio_devs[0].base + reg, &v, 4, true);
+}
+
+static void test_mmio_identity(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t byte;
+
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_MAGIC_VALUE), 0x74726976);
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_VERSION), 2);
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_DEVICE_ID), 2);
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_SHM_LEN_LOW), 0xffffffff);
+	/* Registers are 32-bit: a byte read of one gives nothing. */
+	bus_access(&f->vm.mmio, f->vm.mmio_devs[0].base, &byte, 1, false);
+	assert_int_equal(byte, 0);
+	/* The slot is announced for the firmware tables. */
+	assert_int_equal(f->vm.nr_mmio_devs, 1);
+	assert_int_equal(f->vm.mmio_devs[0].base, X86_VIRTIO_MMIO_START);
+}
+
+static void test_mmio_features(void **state)
+{
+	struct fixture *f = *state;
+
+	mmio_wr(f, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
+	assert_true(mmio_rd(f, VIRTIO_MMIO_DEVICE_FEATURES) & 1); /* VERSION_1 */
+	mmio_wr(f, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 7);
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_DEVICE_FEATURES), 0);
+	/* FEATURES_OK is refused without VERSION_1 ... */
+	mmio_wr(f, VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE |
+		VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK);
+	assert_false(mmio_rd(f, VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_FEATURES_OK);
+	/* ... and for a bit the device never offered. */
+	mmio_wr(f, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
+	mmio_wr(f, VIRTIO_MMIO_DRIVER_FEATURES, 1 | (1u << 18));
+	mmio_wr(f, VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE |
+		VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK);
+	assert_false(mmio_rd(f, VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_FEATURES_OK);
+	mmio_wr(f, VIRTIO_MMIO_DRIVER_FEATURES, 1);
+	mmio_wr(f, VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE |
+		VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK);
+	assert_true(mmio_rd(f, VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_FEATURES_OK);
+	/* Reset clears everything. */
+	mmio_wr(f, VIRTIO_MMIO_STATUS, 0);
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_STATUS), 0);
+	assert_int_equal(f->vdev.guest_features, 0);
+}
+
+static void test_mmio_queue_registers(void **state)
+{
+	struct fixture *f = *state;
+	struct virtio_queue *q = &f->vdev.queues[1];
+
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_SEL, 1);
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_QUEUE_NUM_MAX), 64);
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_NUM, 48);		/* not a power of 2 */
+	assert_int_equal(q->size, 64);
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_NUM, 128);		/* above the maximum */
+	assert_int_equal(q->size, 64);
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_NUM, 16);
+	assert_int_equal(q->size, 16);
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_DESC_LOW, 0x10000);
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_DESC_HIGH, 0);
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_AVAIL_LOW, 0x11000);
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_USED_LOW, 0x12000);
+	assert_int_equal(q->desc_gpa, 0x10000);
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_READY, 1);
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_QUEUE_READY), 1);
+	/* A ready queue's addresses are frozen. */
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_DESC_LOW, 0x20000);
+	assert_int_equal(q->desc_gpa, 0x10000);
+	/* A queue past the last one reads as absent. */
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_SEL, 5);
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_QUEUE_NUM_MAX), 0);
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_READY, 1);	/* ignored, no crash */
+}
+
+static void test_mmio_live_queue_and_notify(void **state)
+{
+	struct fixture *f = *state;
+
+	mmio_wr(f, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
+	mmio_wr(f, VIRTIO_MMIO_DRIVER_FEATURES, 1);
+	mmio_wr(f, VIRTIO_MMIO_STATUS, 0xb);	/* ACK|DRIVER|FEATURES_OK */
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_SEL, 0);
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_DESC_LOW, 0x10000);
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_AVAIL_LOW, 0x11000);
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_USED_LOW, 0x12000);
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_READY, 1);
+	mmio_wr(f, VIRTIO_MMIO_STATUS, 0xf);	/* DRIVER_OK */
+	assert_true(f->vdev.queues[0].live);
+	/* A notify that reaches the VMM is served on the spot. */
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	assert_int_equal(f->kicks, 1);
+	assert_int_equal(f->vdev.queues[0].kicks_exit, 1);
+	mmio_wr(f, VIRTIO_MMIO_QUEUE_NOTIFY, 9);	/* no such queue */
+	assert_int_equal(f->kicks, 1);
+	/* Interrupt status: the config bit, acknowledged by the driver. */
+	virtio_device_broken(&f->vdev, &f->vdev.queues[0], "test");
+	assert_true(mmio_rd(f, VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_NEEDS_RESET);
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_INTERRUPT_STATUS),
+			 VIRTIO_MMIO_INT_CONFIG);
+	mmio_wr(f, VIRTIO_MMIO_INTERRUPT_ACK, VIRTIO_MMIO_INT_CONFIG);
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_INTERRUPT_STATUS), 0);
+	mmio_wr(f, VIRTIO_MMIO_STATUS, 0);
+	assert_false(f->vdev.queues[0].live);
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_STATUS), 0);
+}
+
+static void test_mmio_config_space(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t base = f->vm.mmio_devs[0].base + VIRTIO_MMIO_CONFIG;
+	uint32_t v = 0xdeadbeef;
+	uint8_t b;
+
+	bus_access(&f->vm.mmio, base + 5, &b, 1, false);
+	assert_int_equal(b, 5);
+	bus_access(&f->vm.mmio, base + 62, &v, 4, false);	/* crosses the end */
+	assert_int_equal(v, 0);
+	v = 0x12345678;
+	bus_access(&f->vm.mmio, base + 4, &v, 4, true);	/* read-only config */
+	assert_int_equal(f->config[4], 4);
+}
+
+static uint32_t cfg_rd(struct fixture *f, unsigned int slot, unsigned int reg)
+{
+	uint32_t addr = 0x80000000u | slot << 11 | (reg & 0xfc), v;
+
+	bus_access(&f->vm.pio, X86_PORT_PCI_CONFIG, &addr, 4, true);
+	bus_access(&f->vm.pio, X86_PORT_PCI_CONFIG + 4, &v, 4, false);
+	return v;
+}
+
+static void cfg_wr(struct fixture *f, unsigned int slot, unsigned int reg,
+		   uint32_t v)
+{
+	uint32_t addr = 0x80000000u | slot << 11 | (reg & 0xfc);
+
+	bus_access(&f->vm.pio, X86_PORT_PCI_CONFIG, &addr, 4, true);
+	bus_access(&f->vm.pio, X86_PORT_PCI_CONFIG + 4, &v, 4, true);
+}
+
+static void test_pci_config_space(void **state)
+{
+	struct fixture *f = *state;
+	unsigned int cap, found = 0;
+
+	assert_int_equal(cfg_rd(f, 1, 0), 0x10421af4);	/* modern, id 2 */
+	assert_int_equal(cfg_rd(f, 2, 0), 0xffffffff);	/* empty slot */
+	assert_true(cfg_rd(f, 1, 0x04) >> 16 & 0x10);	/* capability list */
+	for (cap = cfg_rd(f, 1, 0x34) & 0xff; cap && found < 16;
+	     cap = cfg_rd(f, 1, cap) >> 8 & 0xff)
+		found++;
+	assert_int_equal(found, 5);	/* MSI-X + 4 virtio capabilities */
+	/* BAR sizing: all-ones reads back the size mask. */
+	cfg_wr(f, 1, 0x20, 0xffffffff);
+	assert_int_equal(cfg_rd(f, 1, 0x20), 0xffff8004);
+	cfg_wr(f, 1, 0x10, 0xffffffff);		/* BAR0 absent */
+	assert_int_equal(cfg_rd(f, 1, 0x10), 0);
+}
+
+static void test_pci_bar_moves_with_the_guest(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t old = cfg_rd(f, 1, 0x20) & ~0xfULL, moved = 0xd0000000;
+	uint16_t numq = 0;
+
+	bus_access(&f->vm.mmio, old + VIRTIO_PCI_COMMON_NUMQ, &numq, 2, false);
+	assert_int_equal(numq, 2);
+	cfg_wr(f, 1, 0x20, moved | 4);
+	numq = 0;
+	bus_access(&f->vm.mmio, moved + VIRTIO_PCI_COMMON_NUMQ, &numq, 2, false);
+	assert_int_equal(numq, 2);
+	assert_false(bus_access(&f->vm.mmio, old + VIRTIO_PCI_COMMON_NUMQ,
+				&numq, 2, false));
+	/* Memory decoding off: the BAR disappears. */
+	cfg_wr(f, 1, 0x04, 0);
+	assert_false(bus_access(&f->vm.mmio, moved, &numq, 2, false));
+}
+
+static void test_pci_msix_table(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t bar = cfg_rd(f, 1, 0x20) & ~0xfULL;
+	uint32_t v = 0xfee00000, data = 0x41, ctrl = 0;
+	uint64_t pba = 0;
+
+	bus_access(&f->vm.mmio, bar + 0x4000, &v, 4, true);
+	bus_access(&f->vm.mmio, bar + 0x4008, &data, 4, true);
+	v = 0;
+	bus_access(&f->vm.mmio, bar + 0x4000, &v, 4, false);
+	assert_int_equal(v, 0xfee00000);
+	bus_access(&f->vm.mmio, bar + 0x400c, &ctrl, 4, false);
+	assert_int_equal(ctrl, 1);		/* entries start masked */
+	/* A vector past the table is ignored. */
+	bus_access(&f->vm.mmio, bar + 0x4000 + 16 * 40, &data, 4, true);
+	bus_access(&f->vm.mmio, bar + 0x6000, &pba, 8, false);
+	assert_int_equal(pba, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_mmio_identity, setup_mmio, teardown),
+		cmocka_unit_test_setup_teardown(test_mmio_features, setup_mmio, teardown),
+		cmocka_unit_test_setup_teardown(test_mmio_queue_registers, setup_mmio, teardown),
+		cmocka_unit_test_setup_teardown(test_mmio_live_queue_and_notify, setup_mmio, teardown),
+		cmocka_unit_test_setup_teardown(test_mmio_config_space, setup_mmio, teardown),
+		cmocka_unit_test_setup_teardown(test_pci_config_space, setup_pci, teardown),
+		cmocka_unit_test_setup_teardown(test_pci_bar_moves_with_the_guest, setup_pci, teardown),
+		cmocka_unit_test_setup_teardown(test_pci_msix_table, setup_pci, teardown),
+	};
+
+	log_threshold = LOG_ERROR;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
