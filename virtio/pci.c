@@ -611,31 +611,30 @@ static uint64_t bar_address(const struct virtio_pci *vp)
 	       ((uint64_t)get32(cfg + CFG_BAR5) << 32);
 }
 
-/* Move every live queue's ioeventfd along with its BAR. */
-static void move_ioeventfds(struct virtio_pci *vp, uint64_t addr)
+/* Caller holds vdev->lock. */
+static void bind_live_queues(struct virtio_pci *vp, bool assign)
 {
 	struct virtio_device *vdev = vp->vdev;
 	unsigned int i;
 
-	pthread_mutex_lock(&vdev->lock);
 	for (i = 0; i < vdev->nr_queues; i++) {
 		struct virtio_queue *q = &vdev->queues[i];
 
 		pthread_mutex_lock(&q->lock);
 		if (q->live && vdev->use_ioeventfd)
-			pci_ioeventfd(vp, q, false);
+			pci_ioeventfd(vp, q, assign);
 		pthread_mutex_unlock(&q->lock);
 	}
+}
+
+/* Move every live queue's ioeventfd along with its BAR. */
+static void move_ioeventfds(struct virtio_pci *vp, uint64_t addr)
+{
+	pthread_mutex_lock(&vp->vdev->lock);
+	bind_live_queues(vp, false);
 	vp->bar_addr = addr;
-	for (i = 0; i < vdev->nr_queues; i++) {
-		struct virtio_queue *q = &vdev->queues[i];
-
-		pthread_mutex_lock(&q->lock);
-		if (q->live && vdev->use_ioeventfd)
-			pci_ioeventfd(vp, q, true);
-		pthread_mutex_unlock(&q->lock);
-	}
-	pthread_mutex_unlock(&vdev->lock);
+	bind_live_queues(vp, true);
+	pthread_mutex_unlock(&vp->vdev->lock);
 }
 
 /* Called under the PCI host's lock after the guest wrote config space. */

@@ -227,15 +227,6 @@ static void *place(struct acpi_out *o, size_t len, size_t align,
 	return o->buf + off;
 }
 
-static uint8_t checksum(const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	uint8_t sum = 0;
-
-	while (len--)
-		sum += *b++;
-	return -sum;
-}
 
 static void fill_header(struct acpi_header *h, const char *sig, size_t len,
 			uint8_t revision)
@@ -254,7 +245,7 @@ static void fill_header(struct acpi_header *h, const char *sig, size_t len,
 static void seal(struct acpi_header *h)
 {
 	h->checksum = 0;
-	h->checksum = checksum(h, h->length);
+	h->checksum = table_checksum(h, h->length);
 }
 
 /*
@@ -561,8 +552,8 @@ static void build_rsdp(struct acpi_rsdp *r, uint32_t rsdt, uint32_t xsdt)
 	r->rsdt_address = rsdt;
 	r->length = sizeof(*r);
 	r->xsdt_address = xsdt;
-	r->checksum = checksum(r, 20);
-	r->extended_checksum = checksum(r, sizeof(*r));
+	r->checksum = table_checksum(r, 20);
+	r->extended_checksum = table_checksum(r, sizeof(*r));
 }
 
 static bool config_ok(const struct acpi_config *cfg)

@@ -118,15 +118,6 @@ _Static_assert(sizeof(struct mpc_intr) == 8, "MP interrupt entry");
 #define CPU_SIGNATURE		0x600
 #define CPU_FEATURES		((1U << 0) | (1U << 9))
 
-static uint8_t checksum(const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	uint8_t sum = 0;
-
-	while (len--)
-		sum += *b++;
-	return -sum;
-}
 
 static size_t config_table_size(unsigned int nr_cpus)
 {
@@ -250,12 +241,12 @@ long mptable_build(void *buf, size_t size, uint64_t base, unsigned int nr_cpus)
 	p = put_ioapic(p, ioapic_id);
 	p = put_io_intrs(p, ioapic_id);
 	put_local_intrs(p);
-	mpc->checksum = checksum(mpc, table_len);
+	mpc->checksum = table_checksum(mpc, table_len);
 
 	memcpy(mpf->signature, "_MP_", 4);
 	mpf->config_table = base + sizeof(*mpf);
 	mpf->length = 1;
 	mpf->spec_rev = MP_SPEC_REV;
-	mpf->checksum = checksum(mpf, sizeof(*mpf));
+	mpf->checksum = table_checksum(mpf, sizeof(*mpf));
 	return total;
 }

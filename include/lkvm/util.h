@@ -64,6 +64,17 @@ static inline bool range_within(uint64_t start, uint64_t len,
 	return start >= base && end <= limit;
 }
 
+/* The byte that makes a firmware table's bytes sum to zero (ACPI, MP). */
+static inline uint8_t table_checksum(const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	uint8_t sum = 0;
+
+	while (len--)
+		sum += *b++;
+	return -sum;
+}
+
 /* CLOCK_MONOTONIC in milliseconds: the same clock in every process. */
 double now_ms(void);
 
