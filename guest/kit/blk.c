@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * blk.elf: lkvm's virtio-blk over virtio-mmio, driven from inside the
- * guest. The host test (tests/kit/test_virtio_blk.py) chooses what to do
+ * blk.elf: lkvm's virtio-blk over virtio-mmio (or virtio-pci, modern or
+ * legacy, with transport=), driven from inside the guest. The host test (tests/kit/test_virtio_blk.py) chooses what to do
  * on the command line and then checks the image file itself, so data
  * written here must land exactly where the guest asked:
  *
@@ -21,18 +21,22 @@
  *   dev=N ndev=M      use the Nth of M virtio-mmio devices (default 0 of 1)
  *   stream=N          N reads kept 8 deep in flight, kicks suppressed as
  *                     the device asks: a lost kick or interrupt stalls it
+ *   transport=pci     the modern virtio-pci function on bus 0, MSI-X
+ *   transport=legacy  the legacy (0.9.5) virtio-pci function, INTx
  *
  * Interrupts are checked without an IDT: with IF=0 a delivered vector
  * waits in the LAPIC's IRR, so after a completion the vector programmed on
- * the device's IOAPIC pin must be pending there.
+ * the device's IOAPIC pin (or its MSI-X table entry) must be pending
+ * there. Level-triggered INTx is EOIed through vio_irq_accept().
  */
-#include "virtio.h"
+#include "virtio_pci.h"
 
 #define SECTOR			VIO_BLK_SECTOR
 #define MULTI_SECTORS		16
 #define CHUNK_SECTORS		64	/* read-back buffer for ranges */
 
 static struct vio_dev dev;
+static enum vio_transport transport;
 static bool unaligned;
 static struct vio_queue vq;
 static uint64_t seed, capacity;
@@ -191,7 +195,187 @@ static void check_interrupts(void *buf)
 	kit_printf("interrupts: GSI %u, suppression by %s ok\n", dev.gsi, how);
 }
 
+static bool read0(void *buf)
+{
+	return kit_check(rw(false, 0, buf, SECTOR) == VIRTIO_BLK_S_OK,
+			 "read sector 0");
+}
+
+/*
+ * MSI-X: the queue's table entry (1) delivers its data as the vector;
+ * masked, the completion only sets its PBA bit, and unmasking sends it
+ * with whatever the entry holds by then; the function mask does the same
+ * for all entries. The config entry (0) stays silent throughout.
+ */
+static void check_msix(void *buf)
+{
+	unsigned int e = 1 + vq.index;
+	uint16_t v = vio_msix_queue_vector(&dev, vq.index);
+
+	kit_check(v == e, "queue_msix_vector %#x, not %u", v, e);
+	vio_msix_set(&dev, 0, 0x5f, false);
+
+	vio_msix_set(&dev, e, 0x50, false);
+	vio_want_interrupt(&vq, true);
+	read0(buf);
+	kit_check(vio_irq_wait(0x50, 200000),
+		  "MSI-X: no vector 0x50 after a completion");
+	kit_check(!vio_msix_pending(&dev, e), "MSI-X: PBA bit set, entry unmasked");
+
+	vio_msix_set(&dev, e, 0x51, true);
+	read0(buf);
+	kit_check(!vio_irq_wait(0x51, 20000),
+		  "MSI-X: vector 0x51 delivered while its entry was masked");
+	kit_check(vio_msix_pending(&dev, e),
+		  "MSI-X: PBA bit %u clear after a completion with the entry masked",
+		  e);
+	/* the pending message goes out with the entry's data at unmask time */
+	vio_msix_set(&dev, e, 0x54, true);
+	vio_msix_mask(&dev, e, false);
+	kit_check(vio_irq_wait(0x54, 200000),
+		  "MSI-X: unmasking did not deliver the pending message");
+	kit_check(!vio_irq_pending(0x51),
+		  "MSI-X: the pending message used the data from before unmask");
+	kit_check(!vio_msix_pending(&dev, e),
+		  "MSI-X: PBA bit still set after the message went out");
+
+	vio_msix_set(&dev, e, 0x52, false);
+	vio_msix_function_mask(&dev, true);
+	read0(buf);
+	kit_check(!vio_irq_wait(0x52, 20000),
+		  "MSI-X: vector 0x52 delivered under the function mask");
+	kit_check(vio_msix_pending(&dev, e),
+		  "MSI-X: PBA bit clear after a completion under the function mask");
+	vio_msix_function_mask(&dev, false);
+	kit_check(vio_irq_wait(0x52, 200000),
+		  "MSI-X: clearing the function mask did not deliver");
+	kit_check(!vio_msix_pending(&dev, e),
+		  "MSI-X: PBA bit still set after the function mask cleared");
+
+	vio_msix_set(&dev, e, 0x53, false);
+	vio_want_interrupt(&vq, false);
+	read0(buf);
+	kit_check(!vio_irq_wait(0x53, 20000), "MSI-X: interrupt despite %s",
+		  vq.event_idx ? "used_event" : "NO_INTERRUPT");
+	kit_check(!vio_msix_pending(&dev, e),
+		  "MSI-X: PBA bit set for a suppressed interrupt");
+	vio_want_interrupt(&vq, true);
+
+	kit_check(!vio_irq_pending(0x5f), "MSI-X: config vector without a change");
+	/* leave the queue's entry masked: later completions only set the PBA */
+	vio_msix_mask(&dev, e, true);
+	kit_printf("interrupts: MSI-X entry %u of %u, mask, PBA, function mask ok\n",
+		   e, dev.nr_vectors);
+}
+
+/*
+ * INTx as the DSDT's _PRT routes it: a level-triggered, active-low pin.
+ * The line stays up until the driver reads ISR (which acknowledges) and
+ * EOIs; an EOI without the read must bring the interrupt back.
+ */
+static void check_intx(void *buf)
+{
+	uint8_t pin = kit_pci_read8(0, dev.slot, 0, 0x3d);
+	uint32_t isr;
+
+	kit_check(pin == 1, "Interrupt Pin %u, not INTA", pin);
+	kit_check(dev.gsi == 16 + (dev.slot + pin - 1) % 4,
+		  "Interrupt Line %u, the _PRT swizzle gives %u", dev.gsi,
+		  16 + (dev.slot + pin - 1) % 4);
+	vio_isr(&dev);
+	vio_intx_route(&dev, 0x60);
+	vio_irq_accept();		/* anything already waiting */
+	vio_want_interrupt(&vq, true);
+
+	read0(buf);
+	kit_check(vio_irq_wait(0x60, 200000),
+		  "INTx: no vector on IOAPIC pin %u after a completion", dev.gsi);
+	kit_check(vio_intx_remote_irr(&dev),
+		  "INTx: Remote IRR clear: not delivered level-triggered");
+	isr = vio_isr(&dev);
+	kit_check(isr & VIO_INT_VRING, "ISR %#x after a completion", isr);
+	isr = vio_isr(&dev);
+	kit_check(!isr, "ISR %#x after the read that acknowledged it", isr);
+	kit_check(vio_irq_accept() >= 1, "INTx: the pending vector was not taken");
+	kit_check(!vio_intx_remote_irr(&dev), "INTx: Remote IRR set after EOI");
+	kit_check(!vio_irq_wait(0x60, 20000),
+		  "INTx: delivered again after the ISR read and EOI");
+
+	read0(buf);
+	kit_check(vio_irq_wait(0x60, 200000),
+		  "INTx: no interrupt for the second completion");
+	vio_irq_accept();		/* EOI with ISR still set */
+	kit_check(vio_irq_wait(0x60, 200000),
+		  "INTx: EOI without reading ISR did not bring the interrupt back");
+	isr = vio_isr(&dev);
+	kit_check(isr & VIO_INT_VRING, "ISR %#x for a pending interrupt", isr);
+	vio_irq_accept();
+	kit_check(!vio_irq_wait(0x60, 20000), "INTx: still raised after ISR read");
+
+	vio_want_interrupt(&vq, false);
+	read0(buf);
+	kit_check(!vio_irq_wait(0x60, 20000), "INTx: interrupt despite %s",
+		  vq.event_idx ? "used_event" : "NO_INTERRUPT");
+	isr = vio_isr(&dev);
+	kit_check(!(isr & VIO_INT_VRING), "ISR %#x for a suppressed interrupt",
+		  isr);
+	vio_want_interrupt(&vq, true);
+
+	/*
+	 * 4.1.4.5: reading ISR "causes the device to de-assert the
+	 * interrupt". Re-arming the pin without an EOI (an edge write drops
+	 * Remote IRR) fires again while the line is up, and stays quiet
+	 * once the ISR read lowered it.
+	 */
+	read0(buf);
+	kit_check(vio_irq_wait(0x60, 200000), "INTx: no interrupt");
+	vio_intx_route(&dev, 0x61);
+	kit_check(vio_irq_wait(0x61, 200000),
+		  "INTx: a re-armed pin did not fire with the line up");
+	isr = vio_isr(&dev);
+	kit_check(isr & VIO_INT_VRING, "ISR %#x after a completion", isr);
+	vio_intx_route(&dev, 0x62);
+	kit_check(!vio_irq_wait(0x62, 20000),
+		  "INTx: line still asserted after the ISR read (a re-armed pin fired)");
+	vio_intx_mask(&dev);
+	vio_irq_accept();
+	kit_printf("interrupts: INTx GSI %u level, ISR acknowledge, EOI resample ok\n",
+		   dev.gsi);
+}
+
 /* ---- the steps ---- */
+
+static bool find_pci_device(void)
+{
+	bool legacy = transport == VIO_PCI_LEGACY;
+
+	if (!kit_check(vio_pci_find(&dev, legacy), "no %s virtio-pci function",
+		       legacy ? "legacy" : "modern"))
+		return false;
+	kit_printf("virtio-pci%s 00:%02x.0 at %#lx: device %u, INTx GSI %u\n",
+		   legacy ? " legacy" : "", dev.slot, dev.base, dev.device_id,
+		   dev.gsi);
+	kit_check(dev.device_id == VIRTIO_ID_BLOCK, "device type %u, not 2",
+		  dev.device_id);
+	if (!legacy) {
+		kit_check(dev.devcfg, "no device-config capability");
+		kit_check(dev.msix_cap && dev.nr_vectors >= 2,
+			  "MSI-X: capability %#x with %u vectors", dev.msix_cap,
+			  dev.nr_vectors);
+		/* lkvm's layout (virtio/pci.c); a driver would not care */
+		kit_check(dev.isr - dev.common == 0x1000 &&
+			  dev.devcfg - dev.common == 0x2000 &&
+			  dev.notify - dev.common == 0x3000 &&
+			  dev.notify_mult == 4 &&
+			  dev.msix_table - dev.common == 0x4000 &&
+			  dev.msix_pba - dev.common == 0x6000,
+			  "BAR layout: isr +%#lx cfg +%#lx notify +%#lx x%u msix +%#lx pba +%#lx",
+			  dev.isr - dev.common, dev.devcfg - dev.common,
+			  dev.notify - dev.common, dev.notify_mult,
+			  dev.msix_table - dev.common, dev.msix_pba - dev.common);
+	}
+	return dev.device_id == VIRTIO_ID_BLOCK;
+}
 
 static bool find_device(void)
 {
@@ -201,6 +385,8 @@ static bool find_device(void)
 	uint32_t size = 0, gsi = 0;
 	bool edge_high = false;
 
+	if (transport != VIO_MMIO)
+		return find_pci_device();
 	n = vio_find(devs, ARRAY_SIZE(devs));
 	kit_check(n == ndev, "%u virtio-mmio devices, expected %u", n, ndev);
 	/* lkvm fills the slots in order, from 0 */
@@ -247,7 +433,11 @@ static bool setup(bool event_idx, unsigned int qsize)
 	kit_printf("features offered %#llx accepted %#llx\n",
 		   (unsigned long long)dev.offered,
 		   (unsigned long long)dev.features);
-	kit_check(dev.offered & (1ULL << VIRTIO_F_VERSION_1), "no VERSION_1");
+	if (transport == VIO_PCI_LEGACY)
+		kit_check(!(dev.offered >> 32), "legacy features above bit 31");
+	else
+		kit_check(dev.offered & (1ULL << VIRTIO_F_VERSION_1),
+			  "no VERSION_1");
 	kit_check(dev.offered & (1ULL << VIRTIO_BLK_F_FLUSH), "no FLUSH");
 	kit_check(!!(dev.offered & (1ULL << VIRTIO_BLK_F_RO)) == ro,
 		  "VIRTIO_BLK_F_RO %s offered", ro ? "not" : "");
@@ -273,15 +463,20 @@ static bool setup(bool event_idx, unsigned int qsize)
 			  (unsigned long long)capacity,
 			  (unsigned long long)kit_cmdline_u64("cap", 0));
 
+	/* 4.1.5.1.2: vectors are chosen before the queues are enabled */
+	if (transport == VIO_PCI)
+		kit_check(vio_msix_enable(&dev), "MSI-X enable");
 	if (!kit_check(!vio_queue_setup(&vq, &dev, 0, qsize), "queue 0 setup"))
 		return false;
-	kit_check(vio_read(&dev, VIRTIO_MMIO_QUEUE_READY) == 1,
-		  "QueueReady does not read back 1");
+	kit_check(vio_queue_enabled(&vq), "queue 0 does not read back enabled");
+	if (transport == VIO_PCI_LEGACY)
+		kit_check(vq.size == 256, "legacy queue size %u", vq.size);
 	vio_driver_ok(&dev);
 	status = vio_status(&dev);
 	kit_check(status == (VIRTIO_CONFIG_S_ACKNOWLEDGE |
 			     VIRTIO_CONFIG_S_DRIVER |
-			     VIRTIO_CONFIG_S_FEATURES_OK |
+			     (transport == VIO_PCI_LEGACY ? 0 :
+			      VIRTIO_CONFIG_S_FEATURES_OK) |
 			     VIRTIO_CONFIG_S_DRIVER_OK),
 		  "Status %#x after DRIVER_OK", status);
 	return capacity > 0;
@@ -708,7 +903,17 @@ static void check_errors(uint8_t *buf)
 KIT_TEST(blk)
 {
 	uint8_t *buf, *rbuf;
+	char tname[16] = "mmio";
 
+	kit_cmdline_get("transport", tname, sizeof(tname));
+	if (!strcmp(tname, "pci")) {
+		transport = VIO_PCI;
+	} else if (!strcmp(tname, "legacy")) {
+		transport = VIO_PCI_LEGACY;
+	} else if (strcmp(tname, "mmio")) {
+		kit_fail("transport=%s: not mmio, pci or legacy", tname);
+		kit_finish();
+	}
 	unaligned = kit_cmdline_u64("unaligned", 0);
 	buf = alloc_buf(CHUNK_SECTORS * SECTOR);
 	rbuf = alloc_buf(CHUNK_SECTORS * SECTOR);
@@ -720,7 +925,12 @@ KIT_TEST(blk)
 		   kit_cmdline_u64("qsize", 32)))
 		kit_finish();
 
-	check_interrupts(buf);
+	if (transport == VIO_PCI)
+		check_msix(buf);
+	else if (transport == VIO_PCI_LEGACY)
+		check_intx(buf);
+	else
+		check_interrupts(buf);
 	check_sectors((uint64_t *)buf, (uint64_t *)rbuf);
 	if (kit_cmdline_has("multi")) {
 		check_multi();

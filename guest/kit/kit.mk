@@ -26,7 +26,7 @@ KIT_RT_OBJS	:= $(KIT_S_OBJS) $(KIT_C_OBJS)
 KIT_ELFS	:= $(addprefix $(KIT_DIR)/,$(addsuffix .elf,$(KIT_TESTS)))
 KIT_TEST_OBJS	:= $(addprefix $(KIT_OBJ)/,$(addsuffix .o,$(KIT_TESTS)))
 KIT_FIRMWARE	:= $(KIT_DIR)/firmware.bin
-KIT_VIRTIO_OBJ	:= $(KIT_OBJ)/virtio.o
+KIT_VIRTIO_OBJ	:= $(KIT_OBJ)/virtio.o $(KIT_OBJ)/virtio_pci.o
 
 # quick.elf stands alone (no runtime): the boot benchmark's guest.
 KIT_QUICK	:= $(KIT_DIR)/quick.elf

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The guest kit's virtio-mmio driver (see virtio.h): just enough of a
- * driver to test lkvm's devices from the inside. One request in flight at
- * a time is the common case; the tests that need more use vio_add() and
- * vio_kick() themselves.
+ * The guest kit's virtio driver (see virtio.h): just enough of a driver to
+ * test lkvm's devices from the inside. One request in flight at a time is
+ * the common case; the tests that need more use vio_add() and vio_kick()
+ * themselves. virtio-mmio is here; the calls that touch registers hand
+ * virtio-pci devices to virtio_pci.c.
  */
 #include "virtio.h"
+#include "virtio_pci.h"
 
 unsigned long vio_reg_reads, vio_reg_writes, vio_kicks;
 
@@ -42,14 +44,23 @@ void vio_write(const struct vio_dev *d, unsigned int reg, uint32_t v)
 	mmio_write32(d->base + reg, v);
 }
 
+static bool is_pci(const struct vio_dev *d)
+{
+	return d->transport != VIO_MMIO;
+}
+
 uint8_t vio_config_read8(const struct vio_dev *d, unsigned int off)
 {
+	if (is_pci(d))
+		return vio_pci_config_read(d, off, 1);
 	vio_reg_reads++;
 	return mmio_read8(d->base + VIRTIO_MMIO_CONFIG + off);
 }
 
 uint32_t vio_config_read32(const struct vio_dev *d, unsigned int off)
 {
+	if (is_pci(d))
+		return vio_pci_config_read(d, off, 4);
 	return vio_read(d, VIRTIO_MMIO_CONFIG + off);
 }
 
@@ -57,6 +68,18 @@ uint64_t vio_config_read64(const struct vio_dev *d, unsigned int off)
 {
 	uint32_t gen, lo, hi;
 
+	if (is_pci(d)) {
+		/* legacy has no generation: the same value twice will do */
+		do {
+			gen = vio_pci_config_generation(d);
+			lo = vio_config_read32(d, off);
+			hi = vio_config_read32(d, off + 4);
+		} while (gen != vio_pci_config_generation(d) ||
+			 (d->transport == VIO_PCI_LEGACY &&
+			  (lo != vio_config_read32(d, off) ||
+			   hi != vio_config_read32(d, off + 4))));
+		return ((uint64_t)hi << 32) | lo;
+	}
 	do {
 		gen = vio_read(d, VIRTIO_MMIO_CONFIG_GENERATION);
 		lo = vio_config_read32(d, off);
@@ -151,11 +174,17 @@ bool vio_dsdt_lookup(uintptr_t base, uint32_t *size, uint32_t *gsi,
 
 uint8_t vio_status(const struct vio_dev *d)
 {
+	if (is_pci(d))
+		return vio_pci_status(d);
 	return vio_read(d, VIRTIO_MMIO_STATUS);
 }
 
 void vio_set_status(const struct vio_dev *d, uint8_t status)
 {
+	if (is_pci(d)) {
+		vio_pci_set_status(d, status);
+		return;
+	}
 	vio_write(d, VIRTIO_MMIO_STATUS, status);
 }
 
@@ -184,6 +213,13 @@ int vio_negotiate(struct vio_dev *d, uint64_t wanted)
 	vio_set_status(d, VIRTIO_CONFIG_S_ACKNOWLEDGE);
 	vio_set_status(d, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
 
+	if (is_pci(d)) {
+		vio_pci_features(d, wanted);
+		/* a legacy device has no FEATURES_OK to agree with */
+		if (d->transport == VIO_PCI_LEGACY)
+			return 0;
+		goto features_ok;
+	}
 	vio_write(d, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
 	d->offered = vio_read(d, VIRTIO_MMIO_DEVICE_FEATURES);
 	vio_write(d, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
@@ -195,6 +231,7 @@ int vio_negotiate(struct vio_dev *d, uint64_t wanted)
 	vio_write(d, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
 	vio_write(d, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)(d->features >> 32));
 
+features_ok:
 	status = VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
 		 VIRTIO_CONFIG_S_FEATURES_OK;
 	vio_set_status(d, status);
@@ -209,6 +246,12 @@ int vio_negotiate(struct vio_dev *d, uint64_t wanted)
 
 void vio_driver_ok(const struct vio_dev *d)
 {
+	if (d->transport == VIO_PCI_LEGACY) {
+		vio_set_status(d, VIRTIO_CONFIG_S_ACKNOWLEDGE |
+				  VIRTIO_CONFIG_S_DRIVER |
+				  VIRTIO_CONFIG_S_DRIVER_OK);
+		return;
+	}
 	vio_set_status(d, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
 			  VIRTIO_CONFIG_S_FEATURES_OK |
 			  VIRTIO_CONFIG_S_DRIVER_OK);
@@ -216,11 +259,16 @@ void vio_driver_ok(const struct vio_dev *d)
 
 uint32_t vio_isr(const struct vio_dev *d)
 {
+	if (is_pci(d))
+		return vio_pci_isr(d);
 	return vio_read(d, VIRTIO_MMIO_INTERRUPT_STATUS);
 }
 
 void vio_isr_ack(const struct vio_dev *d, uint32_t bits)
 {
+	/* virtio-pci: the read that returned the bits acknowledged them */
+	if (is_pci(d))
+		return;
 	vio_write(d, VIRTIO_MMIO_INTERRUPT_ACK, bits);
 }
 
@@ -284,12 +332,16 @@ void vio_queue_free(struct vio_queue *q)
 			if (q->indirect[i])
 				kit_free(q->indirect[i]);
 	}
-	if (q->desc)
-		kit_free(q->desc);
-	if (q->avail)
-		kit_free(q->avail);
-	if (q->used)
-		kit_free(q->used);
+	if (q->ring) {
+		kit_free(q->ring);
+	} else {
+		if (q->desc)
+			kit_free(q->desc);
+		if (q->avail)
+			kit_free(q->avail);
+		if (q->used)
+			kit_free(q->used);
+	}
 	if (q->chain_len)
 		kit_free(q->chain_len);
 	if (q->indirect)
@@ -297,8 +349,10 @@ void vio_queue_free(struct vio_queue *q)
 	memset(q, 0, sizeof(*q));
 }
 
-int vio_queue_alloc(struct vio_queue *q, struct vio_dev *d,
-		    unsigned int index, unsigned int size)
+#define LEGACY_ALIGN		4096
+
+static int queue_alloc(struct vio_queue *q, struct vio_dev *d,
+		       unsigned int index, unsigned int size, bool legacy)
 {
 	unsigned int i;
 
@@ -309,10 +363,30 @@ int vio_queue_alloc(struct vio_queue *q, struct vio_dev *d,
 	q->index = index;
 	q->size = size;
 	q->event_idx = d->features & (1ULL << VIRTIO_RING_F_EVENT_IDX);
-	/* 2.7: desc 16-aligned, avail 2, used 4; the heap gives 16. */
-	q->desc = kit_zalloc(16 * size);
-	q->avail = kit_zalloc(6 + 2 * size);
-	q->used = kit_zalloc(6 + 8 * size);
+	if (legacy) {
+		/*
+		 * 2.7.2 legacy layout: one page-aligned block, avail right
+		 * after desc, used on the next 4 KiB boundary.
+		 */
+		size_t used_off = (16 * size + 6 + 2 * size + LEGACY_ALIGN - 1) &
+				  ~(size_t)(LEGACY_ALIGN - 1);
+		size_t bytes = used_off + 6 + 8 * size;
+		uintptr_t p;
+
+		q->ring = kit_zalloc(bytes + LEGACY_ALIGN);
+		if (q->ring) {
+			p = ((uintptr_t)q->ring + LEGACY_ALIGN - 1) &
+			    ~(uintptr_t)(LEGACY_ALIGN - 1);
+			q->desc = (void *)p;
+			q->avail = (void *)(p + 16 * size);
+			q->used = (void *)(p + used_off);
+		}
+	} else {
+		/* 2.7: desc 16-aligned, avail 2, used 4; the heap gives 16. */
+		q->desc = kit_zalloc(16 * size);
+		q->avail = kit_zalloc(6 + 2 * size);
+		q->used = kit_zalloc(6 + 8 * size);
+	}
 	q->chain_len = kit_zalloc(2 * size);
 	q->indirect = kit_zalloc(sizeof(*q->indirect) * size);
 	if (!q->desc || !q->avail || !q->used || !q->chain_len ||
@@ -327,6 +401,26 @@ int vio_queue_alloc(struct vio_queue *q, struct vio_dev *d,
 		q->desc[i].next = i + 1;
 	q->nr_free = size;
 	return 0;
+}
+
+int vio_queue_alloc(struct vio_queue *q, struct vio_dev *d,
+		    unsigned int index, unsigned int size)
+{
+	return queue_alloc(q, d, index, size, false);
+}
+
+int vio_queue_alloc_legacy(struct vio_queue *q, struct vio_dev *d,
+			   unsigned int index, unsigned int size)
+{
+	return queue_alloc(q, d, index, size, true);
+}
+
+bool vio_queue_enabled(struct vio_queue *q)
+{
+	if (is_pci(q->dev))
+		return vio_pci_queue_enabled(q);
+	vio_write(q->dev, VIRTIO_MMIO_QUEUE_SEL, q->index);
+	return vio_read(q->dev, VIRTIO_MMIO_QUEUE_READY) == 1;
 }
 
 static void queue_addr(const struct vio_dev *d, unsigned int lo_reg,
@@ -366,6 +460,8 @@ int vio_queue_setup(struct vio_queue *q, struct vio_dev *d,
 {
 	uint32_t max;
 
+	if (is_pci(d))
+		return vio_pci_queue_setup(q, d, index, want);
 	vio_write(d, VIRTIO_MMIO_QUEUE_SEL, index);
 	max = vio_read(d, VIRTIO_MMIO_QUEUE_NUM_MAX);
 	if (!max) {
@@ -464,7 +560,10 @@ void vio_raw_publish(struct vio_queue *q, uint16_t head, uint16_t delta)
 void vio_notify(struct vio_queue *q)
 {
 	vio_kicks++;
-	vio_write(q->dev, VIRTIO_MMIO_QUEUE_NOTIFY, q->index);
+	if (is_pci(q->dev))
+		vio_pci_notify(q);
+	else
+		vio_write(q->dev, VIRTIO_MMIO_QUEUE_NOTIFY, q->index);
 }
 
 bool vio_kick(struct vio_queue *q)

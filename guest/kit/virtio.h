@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * A small virtio-mmio (version 2) driver for guest-kit tests: find the
+ * A small virtio driver for guest-kit tests over virtio-mmio (version 2),
+ * and through virtio_pci.h over modern and legacy virtio-pci: find the
  * devices, negotiate features, set up split virtqueues, submit direct and
  * indirect chains, kick and poll for completions. It stays close to the
  * registers on purpose: hostile tests reach past it (vio_raw_*) to break
@@ -32,13 +33,27 @@
 #define VIO_INT_VRING		(1u << 0)
 #define VIO_INT_CONFIG		(1u << 1)
 
+enum vio_transport {
+	VIO_MMIO,			/* the zero value: mmio users need not say */
+	VIO_PCI,			/* modern virtio-pci, regions in a BAR */
+	VIO_PCI_LEGACY,			/* virtio 0.9.5 registers in an I/O BAR */
+};
+
 struct vio_dev {
-	uintptr_t base;
-	unsigned int slot;
-	unsigned int gsi;		/* IOAPIC pin, by slot order */
+	uintptr_t base;			/* mmio slot, or the PCI BAR (I/O: port) */
+	unsigned int slot;		/* mmio slot, or PCI device number */
+	unsigned int gsi;		/* IOAPIC pin, by slot order or INTx line */
 	uint32_t device_id;
 	uint64_t offered;		/* device features, both words */
 	uint64_t features;		/* what we accepted */
+	enum vio_transport transport;
+	/* modern virtio-pci: where the capabilities put each region */
+	uintptr_t common, isr, devcfg, notify;
+	uint32_t notify_mult;
+	unsigned int msix_cap;		/* config offset, 0 if none */
+	unsigned int nr_vectors;	/* MSI-X table size */
+	uintptr_t msix_table, msix_pba;
+	bool msix_on;			/* queues get vector index + 1 */
 };
 
 /* Register accesses and kicks so far: tests compare them with lkvm's stats. */
@@ -113,18 +128,30 @@ struct vio_queue {
 	uint16_t nr_free;
 	uint16_t *chain_len;		/* per head: ring descriptors used */
 	struct vring_desc **indirect;	/* per head: its table, to free */
+	void *ring;			/* one block for all three (legacy) */
+	uintptr_t notify;		/* modern virtio-pci: its notify address */
 };
+
+/* True when the device reports the queue enabled (QueueReady, queue_enable). */
+bool vio_queue_enabled(struct vio_queue *q);
 
 /* Allocates rings for `size` entries (alignments of virtio 1.2, 2.7). */
 int vio_queue_alloc(struct vio_queue *q, struct vio_dev *d,
 		    unsigned int index, unsigned int size);
+/* The same in the legacy layout: one block, used on a 4 KiB boundary. */
+int vio_queue_alloc_legacy(struct vio_queue *q, struct vio_dev *d,
+			   unsigned int index, unsigned int size);
 void vio_queue_free(struct vio_queue *q);
 /*
  * Programs the queue registers with q's rings (QueueNum = num) and sets
- * QueueReady. -1 if the queue is missing, already ready, or too small.
+ * QueueReady (virtio-mmio only). -1 if the queue is missing, already
+ * ready, or too small.
  */
 int vio_queue_program(struct vio_queue *q, unsigned int num);
-/* alloc + program with size min(QueueNumMax, want). */
+/*
+ * alloc + program with size min(QueueNumMax, want), on any transport
+ * (legacy virtio-pci: the device's size, whatever want says).
+ */
 int vio_queue_setup(struct vio_queue *q, struct vio_dev *d,
 		    unsigned int index, unsigned int want);
 
