@@ -23,3 +23,11 @@ bench-blk-ring: $(BLK_RING_BENCH)
 BENCH_TARGETS += bench-notify
 bench-notify: $(LKVM_BIN) guest-kit
 	/usr/bin/python3 tests/bench/notify_bench.py
+
+# Request service: 4 KiB reads at QD1 and QD32 from a polling guest-kit
+# driver (guest/kit/reqbench.elf) per transport: wall, VMM CPU, exits and
+# interrupts per request.
+.PHONY: bench-requests
+BENCH_TARGETS += bench-requests
+bench-requests: $(LKVM_BIN) guest-kit
+	/usr/bin/python3 tests/bench/request_bench.py
