@@ -1,6 +1,7 @@
 # Tier 3: real Debian kernels booted by lkvm inside a QEMU TCG guest with a
-# nested (emulated AMD SVM) /dev/kvm. See tests/nested/nested.py. Slow
-# (a few minutes, both cores): one L1 boot runs the whole L2 matrix.
+# nested (emulated AMD SVM) /dev/kvm. See tests/nested/README.md. Slow
+# (a few minutes, both cores): one L1 boot runs the whole L2 boot matrix.
+# Other fragments here (blk.mk) run their own test files.
 
 # Runs inside the L2 guests (packed into their initramfs by nested.py).
 tests/nested/xsave-check: tests/nested/xsave-check.c
@@ -13,6 +14,8 @@ check-nested:
 	scripts/fetch-kernel.sh generic cloud >/dev/null
 	$(MAKE) --no-print-directory lkvm.static guest/init/init \
 		tests/nested/xsave-check
-	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/nested
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider \
+		tests/nested/test_mkinitramfs.py tests/nested/test_init.py \
+		tests/nested/test_boot.py
 
 CHECK_TARGETS += check-nested
