@@ -23,6 +23,8 @@
  *                     the device asks: a lost kick or interrupt stalls it
  *   transport=pci     the modern virtio-pci function on bus 0, MSI-X
  *   transport=legacy  the legacy (0.9.5) virtio-pci function, INTx
+ *   intx_disable=1    (legacy) also the PCI Interrupt Disable bit and
+ *                     Interrupt Status (PCI 3.0, 6.2.2-6.2.3)
  *
  * Interrupts are checked without an IDT: with IF=0 a delivered vector
  * waits in the LAPIC's IRR, so after a completion the vector programmed on
@@ -268,6 +270,37 @@ static void check_msix(void *buf)
 		   e, dev.nr_vectors);
 }
 
+#define PCI_COMMAND_INTX_DISABLE	(1u << 10)
+#define PCI_STATUS_INTERRUPT		(1u << (16 + 3))	/* in dword 0x04 */
+
+/*
+ * PCI 3.0, 6.2.2-6.2.3: Interrupt Disable keeps INTx# deasserted while
+ * set; the Status register's Interrupt Status bit shows the function's
+ * interrupt regardless, and clearing Interrupt Disable with it set
+ * asserts INTx#.
+ */
+static void check_intx_disable(void *buf)
+{
+	uint32_t cmd = kit_pci_read32(0, dev.slot, 0, 4) & 0xffff;
+	uint32_t isr;
+
+	vio_isr(&dev);
+	vio_irq_accept();
+	kit_pci_write32(0, dev.slot, 0, 4, cmd | PCI_COMMAND_INTX_DISABLE);
+	vio_intx_route(&dev, 0x68);
+	read0(buf);
+	kit_check(!vio_irq_wait(0x68, 20000),
+		  "INTx: asserted with Interrupt Disable set");
+	kit_check(kit_pci_read32(0, dev.slot, 0, 4) & PCI_STATUS_INTERRUPT,
+		  "PCI Status: Interrupt Status clear with an interrupt pending");
+	kit_pci_write32(0, dev.slot, 0, 4, cmd);
+	kit_check(vio_irq_wait(0x68, 200000),
+		  "INTx: clearing Interrupt Disable with an interrupt pending did not assert INTx");
+	isr = vio_isr(&dev);
+	kit_check(isr & VIO_INT_VRING, "ISR %#x after a completion", isr);
+	vio_irq_accept();
+}
+
 /*
  * INTx as the DSDT's _PRT routes it: a level-triggered, active-low pin.
  * The line stays up until the driver reads ISR (which acknowledges) and
@@ -337,6 +370,8 @@ static void check_intx(void *buf)
 	vio_intx_route(&dev, 0x62);
 	kit_check(!vio_irq_wait(0x62, 20000),
 		  "INTx: line still asserted after the ISR read (a re-armed pin fired)");
+	if (kit_cmdline_u64("intx_disable", 0))
+		check_intx_disable(buf);
 	vio_intx_mask(&dev);
 	vio_irq_accept();
 	kit_printf("interrupts: INTx GSI %u level, ISR acknowledge, EOI resample ok\n",
