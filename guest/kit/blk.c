@@ -23,6 +23,7 @@
  *                     the device asks: a lost kick or interrupt stalls it
  *   transport=pci     the modern virtio-pci function on bus 0, MSI-X
  *   transport=legacy  the legacy (0.9.5) virtio-pci function, INTx
+ *   move_bar=1        (pci, legacy) move the BAR before using the device
  *   intx_disable=1    (legacy) also the PCI Interrupt Disable bit and
  *                     Interrupt Status (PCI 3.0, 6.2.2-6.2.3)
  *
@@ -31,6 +32,8 @@
  * the device's IOAPIC pin (or its MSI-X table entry) must be pending
  * there. Level-triggered INTx is EOIed through vio_irq_accept().
  */
+#include <linux/virtio_pci.h>
+
 #include "virtio_pci.h"
 
 #define SECTOR			VIO_BLK_SECTOR
@@ -380,12 +383,45 @@ static void check_intx(void *buf)
 
 /* ---- the steps ---- */
 
+/*
+ * Moves the function's BAR as an OS may (decoding off, new address, on)
+ * and checks that the old place no longer answers: the registers, and
+ * lkvm's ioeventfds, must follow.
+ */
+static bool move_bar(bool legacy)
+{
+	unsigned int bar = legacy ? 0x10 : 0x20;
+	uint32_t cmd = kit_pci_read32(0, dev.slot, 0, 4) & 0xffff;
+	uint32_t lo = kit_pci_read32(0, dev.slot, 0, bar);
+	uintptr_t old = dev.common ? dev.common : dev.base;
+	/* past lkvm's own assignments, still inside the window */
+	uint32_t to = legacy ? (lo & ~3u) + 0x800 : (lo & ~0xfu) + 0x100000;
+	uint32_t v;
+
+	kit_pci_write32(0, dev.slot, 0, 4, cmd & ~3u);
+	kit_pci_write32(0, dev.slot, 0, bar, to | (lo & (legacy ? 3 : 0xf)));
+	kit_pci_write32(0, dev.slot, 0, 4, cmd);
+	if (!kit_check(vio_pci_find(&dev, legacy), "function lost after the BAR move"))
+		return false;
+	kit_check((legacy ? dev.base : dev.common) == to,
+		  "BAR reads back %#lx, moved to %#x",
+		  legacy ? dev.base : dev.common, to);
+	/* nothing decodes there now: all ones, as a master abort gives */
+	v = legacy ? inl(old + VIRTIO_PCI_HOST_FEATURES) :
+		     mmio_read32(old + VIRTIO_PCI_COMMON_DF);
+	kit_check(v == 0xffffffff, "old BAR place %#lx still reads %#x", old, v);
+	kit_printf("BAR moved from %#lx to %#x\n", old, to);
+	return true;
+}
+
 static bool find_pci_device(void)
 {
 	bool legacy = transport == VIO_PCI_LEGACY;
 
 	if (!kit_check(vio_pci_find(&dev, legacy), "no %s virtio-pci function",
 		       legacy ? "legacy" : "modern"))
+		return false;
+	if (kit_cmdline_u64("move_bar", 0) && !move_bar(legacy))
 		return false;
 	kit_printf("virtio-pci%s 00:%02x.0 at %#lx: device %u, INTx GSI %u\n",
 		   legacy ? " legacy" : "", dev.slot, dev.base, dev.device_id,
