@@ -148,6 +148,22 @@ def test_blk_pci_rw(tmp_path, transport, ioeventfd, mode):
         assert os.stat(img).st_blocks < blocks_before, r
 
 
+def test_blk_pci_modern_intx(tmp_path):
+    """A modern driver that leaves MSI-X off gets INTx: the same level pin,
+    ISR in its capability region acknowledging on read."""
+    seed = 6060
+    img = make_image(tmp_path / "disk.img")
+    fill_range(img, DISCARD)
+    fill_range(img, WZEROES)
+    r = run_pci("pci", *guest_args("pci", img, seed, msix=0),
+                stats=tmp_path / "stats.json")
+    assert r.rc == 0 and "PASS: blk" in r.out, r
+    assert "interrupts: INTx GSI 17 level, ISR acknowledge, EOI resample ok" \
+        in r.out, r
+    check_image(img, seed)
+    check_pci_stats(r, "pci", True, 0x0f)
+
+
 @pytest.mark.parametrize("ioeventfd", [True, False],
                          ids=["ioeventfd", "no-ioeventfd"])
 @pytest.mark.parametrize("transport", ["pci", "pci-legacy"])
