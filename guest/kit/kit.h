@@ -247,7 +247,11 @@ bool kit_cmdline_get(const char *key, char *buf, size_t size);
 uint64_t kit_cmdline_u64(const char *key, uint64_t dflt);
 bool kit_cmdline_has(const char *key);
 
-/* ---- time: ACPI PM timer when usable, else the TSC ---- */
+/*
+ * ---- time: ACPI PM timer when usable, else the TSC ----
+ * kit_now_us() counts PM timer wraps between its calls: with a 24-bit
+ * timer, call it at least every 4.6 s or the time between is lost.
+ */
 uint64_t kit_now_us(void);
 void kit_udelay(uint64_t us);
 

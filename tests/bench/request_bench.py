@@ -47,7 +47,9 @@ Here /dev/kvm is a software KVM (kvm_pvm): every guest instruction is
 emulated, so the guest's own loop dominates wall time, and the VMM CPU
 column includes that emulation (it runs in the vCPU thread's system
 time). The "non-vCPU" column, the I/O thread and the rest, is the part
-to hold against the reference figures."""
+to hold against the reference figures. Exits are the vCPUs' exits to
+lkvm (--stats): kicks through ioeventfd stay in the kernel, so what is
+left is mostly boot and the guest's clock reads."""
 
 
 def make_image():
