@@ -298,6 +298,31 @@ static int vcpu_set_lapic(struct vcpu *vcpu)
 	return 0;
 }
 
+/*
+ * Start with XCR0 holding every state component KVM supports. KVM
+ * recomputes CPUID.(EAX=0xd,ECX=0).EBX (the XSAVE area size for the
+ * enabled components) when XCR0 changes, but not for every change the
+ * guest makes: seen under nested SVM, Linux's xsetbv from x87-only to its
+ * full mask left EBX at the x87/SSE size, and Linux warned "XSAVE
+ * consistency problem". With the full mask set here, EBX is right from
+ * the start and stays right when the guest writes the same mask.
+ */
+static int vcpu_set_xcr0(struct vcpu *vcpu)
+{
+	struct kvm_cpuid_entry2 *e = cpuid_find(vcpu->vm->arch->cpuid, 0xd, 0);
+	struct kvm_xcrs xcrs = { .nr_xcrs = 1 };
+
+	if (!e || ioctl(vcpu->vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_XCRS) <= 0)
+		return 0;
+	xcrs.xcrs[0].xcr = 0;
+	xcrs.xcrs[0].value = (uint64_t)e->edx << 32 | e->eax;
+	if (ioctl(vcpu->fd, KVM_SET_XCRS, &xcrs) < 0) {
+		pr_err("KVM_SET_XCRS on vCPU %u: %s", vcpu->id, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static int vcpu_set_fpu(struct vcpu *vcpu)
 {
 	struct kvm_fpu fpu = { .fcw = 0x37f, .mxcsr = 0x1f80 };
@@ -430,7 +455,7 @@ static int vcpu_set_entry_state(struct vcpu *vcpu)
 int arch_vcpu_init(struct vcpu *vcpu)
 {
 	if (vcpu_set_cpuid(vcpu) || vcpu_set_msrs(vcpu) ||
-	    vcpu_set_lapic(vcpu) || vcpu_set_fpu(vcpu))
+	    vcpu_set_lapic(vcpu) || vcpu_set_fpu(vcpu) || vcpu_set_xcr0(vcpu))
 		return -1;
 	/*
 	 * Application processors wait in the kernel for INIT/SIPI; the boot
