@@ -73,19 +73,23 @@ def thread_cpu(pid):
         except OSError:
             continue
         name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2:].split()
-        cpu = (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime+stime
+        try:
+            # nanoseconds on the CPU: finer than stat's clock ticks
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                cpu = int(f.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            fields = stat[stat.rindex(")") + 2:].split()
+            cpu = (int(fields[11]) + int(fields[12])) / CLK_TCK
         out[f"{name}/{tid}"] = cpu
     return out
 
 
 def sample_threads(pid, last, stop):
-    """Keeps the latest per-thread CPU of pid until stop is set."""
+    """Keeps each thread's latest CPU time until stop is set: threads that
+    end before the process (the I/O thread at shutdown) keep their last."""
     while not stop.is_set():
-        snap = thread_cpu(pid)
-        if snap:
-            last.clear()
-            last.update(snap)
+        for tid, cpu in thread_cpu(pid).items():
+            last[tid] = max(last.get(tid, 0.0), cpu)
         stop.wait(0.05)
 
 
