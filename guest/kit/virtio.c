@@ -437,6 +437,10 @@ int vio_queue_program(struct vio_queue *q, unsigned int num)
 	const struct vio_dev *d = q->dev;
 	uint32_t max;
 
+	if (is_pci(d)) {
+		kit_printf("virtio: vio_queue_program is virtio-mmio only\n");
+		return -1;
+	}
 	vio_write(d, VIRTIO_MMIO_QUEUE_SEL, q->index);
 	if (vio_read(d, VIRTIO_MMIO_QUEUE_READY)) {
 		kit_printf("virtio: queue %u is already ready\n", q->index);

@@ -59,6 +59,7 @@ struct vio_dev {
 /* Register accesses and kicks so far: tests compare them with lkvm's stats. */
 extern unsigned long vio_reg_reads, vio_reg_writes, vio_kicks;
 
+/* virtio-mmio registers (hostile tests reach them directly). */
 uint32_t vio_read(const struct vio_dev *d, unsigned int reg);
 void vio_write(const struct vio_dev *d, unsigned int reg, uint32_t v);
 uint8_t vio_config_read8(const struct vio_dev *d, unsigned int off);
