@@ -138,23 +138,74 @@ static void eventfd_signal(int fd)
 		pr_warn_once("virtio-pci: irqfd: %s", strerror(errno));
 }
 
+static bool msix_vector_masked(const struct virtio_pci *vp, uint16_t vector)
+{
+	return msix_masked_all(vp) ||
+	       (__atomic_load_n(&vp->msix[vector].ctrl, __ATOMIC_SEQ_CST) &
+		MSIX_ENTRY_MASKED);
+}
+
+/* Deliver a pending vector if it is still pending: whoever clears wins. */
+static void msix_claim_pending(struct virtio_pci *vp, uint16_t vector)
+{
+	uint64_t bit = 1ULL << vector;
+
+	if (__atomic_fetch_and(&vp->msix_pending, ~bit, __ATOMIC_SEQ_CST) & bit)
+		eventfd_signal(vp->vector_fd[vector]);
+}
+
+/*
+ * Runs on the I/O thread under the queue's lock only, racing with a vCPU
+ * that unmasks under vdev->lock: after marking the vector pending, look at
+ * the mask again, so an unmask in between cannot strand the message.
+ */
 static void msix_fire(struct virtio_pci *vp, uint16_t vector)
 {
 	if (vector >= vp->nr_vectors)
 		return;
-	if (msix_masked_all(vp) || (vp->msix[vector].ctrl & MSIX_ENTRY_MASKED)) {
-		__atomic_fetch_or(&vp->msix_pending, 1ULL << vector,
-				  __ATOMIC_SEQ_CST);
+	if (!msix_vector_masked(vp, vector)) {
+		eventfd_signal(vp->vector_fd[vector]);
 		return;
 	}
-	eventfd_signal(vp->vector_fd[vector]);
+	__atomic_fetch_or(&vp->msix_pending, 1ULL << vector, __ATOMIC_SEQ_CST);
+	if (!msix_vector_masked(vp, vector))
+		msix_claim_pending(vp, vector);
+}
+
+/* PCI Status bit 3 mirrors the INTx line's source: a pending ISR bit. */
+#define PCI_STATUS_INTERRUPT		0x08
+
+static void intx_update_status(struct virtio_pci *vp)
+{
+	uint8_t *status = vp->pdev.cfg + 0x06;
+
+	if (__atomic_load_n(&vp->isr, __ATOMIC_SEQ_CST))
+		__atomic_fetch_or(status, PCI_STATUS_INTERRUPT, __ATOMIC_SEQ_CST);
+	else
+		__atomic_fetch_and(status, (uint8_t)~PCI_STATUS_INTERRUPT,
+				   __ATOMIC_SEQ_CST);
+}
+
+static bool intx_disabled(const struct virtio_pci *vp)
+{
+	return get16(vp->pdev.cfg + 0x04) & PCI_COMMAND_INTX_DISABLE;
 }
 
 static void intx_raise(struct virtio_pci *vp, uint32_t why)
 {
 	__atomic_fetch_or(&vp->isr, why, __ATOMIC_SEQ_CST);
-	if (!(get16(vp->pdev.cfg + 0x04) & PCI_COMMAND_INTX_DISABLE))
+	intx_update_status(vp);
+	if (!intx_disabled(vp))
 		eventfd_signal(vp->intx_fd);
+}
+
+/* Reading the ISR acknowledges it, and the line's source goes with it. */
+static uint8_t isr_read_and_clear(struct virtio_pci *vp)
+{
+	uint8_t isr = __atomic_exchange_n(&vp->isr, 0, __ATOMIC_SEQ_CST);
+
+	intx_update_status(vp);
+	return isr;
 }
 
 static void pci_signal_queue(struct virtio_device *vdev, struct virtio_queue *q)
@@ -205,18 +256,11 @@ static void msix_deliver_pending(struct virtio_pci *vp)
 {
 	unsigned int v;
 
-	if (!msix_enabled(vp) || msix_masked_all(vp))
+	if (!msix_enabled(vp))
 		return;
-	for (v = 0; v < vp->nr_vectors; v++) {
-		uint64_t bit = 1ULL << v;
-
-		if ((vp->msix_pending & bit) &&
-		    !(vp->msix[v].ctrl & MSIX_ENTRY_MASKED)) {
-			__atomic_fetch_and(&vp->msix_pending, ~bit,
-					   __ATOMIC_SEQ_CST);
-			eventfd_signal(vp->vector_fd[v]);
-		}
-	}
+	for (v = 0; v < vp->nr_vectors; v++)
+		if (!msix_vector_masked(vp, v))
+			msix_claim_pending(vp, v);
 }
 
 static void msix_table_write(struct virtio_pci *vp, uint64_t off,
@@ -228,7 +272,11 @@ static void msix_table_write(struct virtio_pci *vp, uint64_t off,
 	if (v >= vp->nr_vectors || (len != 4 && len != 8) || field % 4 ||
 	    field + len > sizeof(struct msix_entry))
 		return;
-	memcpy((uint8_t *)&vp->msix[v] + field, data, len);
+	if (field == 12 && len == 4)
+		__atomic_store_n(&vp->msix[v].ctrl, *(const uint32_t *)data,
+				 __ATOMIC_SEQ_CST);
+	else
+		memcpy((uint8_t *)&vp->msix[v] + field, data, len);
 	if (field < 12)
 		msix_update_route(vp, v);
 	msix_deliver_pending(vp);
@@ -243,6 +291,15 @@ static void msix_table_read(struct virtio_pci *vp, uint64_t off, void *data,
 	memset(data, 0, len);
 	if (v < vp->nr_vectors && field + len <= sizeof(struct msix_entry))
 		memcpy(data, (uint8_t *)&vp->msix[v] + field, len);
+}
+
+/* A device reset forgets the transport's interrupt state as well. */
+static void virtio_pci_reset(struct virtio_pci *vp)
+{
+	vp->config_vector = VIRTIO_NO_VECTOR;
+	__atomic_store_n(&vp->msix_pending, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&vp->isr, 0, __ATOMIC_SEQ_CST);
+	intx_update_status(vp);
 }
 
 /* ---- notify addresses and ioeventfds ---- */
@@ -384,7 +441,7 @@ static void common_write(struct virtio_pci *vp, unsigned int off, uint32_t val)
 	if (off == VIRTIO_PCI_COMMON_STATUS) {
 		virtio_set_status(vdev, val);
 		if (!val)
-			vp->config_vector = VIRTIO_NO_VECTOR;
+			virtio_pci_reset(vp);
 		return;
 	}
 	if (off == VIRTIO_PCI_COMMON_GF) {
@@ -423,9 +480,7 @@ static void modern_read(struct virtio_pci *vp, uint64_t off, void *data,
 		pthread_mutex_unlock(&vp->vdev->lock);
 		memcpy(data, &v, MIN(len, 4u));
 	} else if (off == BAR4_ISR) {
-		/* Reading the ISR acknowledges it (and lowers INTx). */
-		*(uint8_t *)data = __atomic_exchange_n(&vp->isr, 0,
-						       __ATOMIC_SEQ_CST);
+		*(uint8_t *)data = isr_read_and_clear(vp);
 	} else if (off >= BAR4_DEVICE && off < BAR4_NOTIFY) {
 		virtio_config_read(vp->vdev, off - BAR4_DEVICE, data, len);
 	} else if (off >= BAR4_MSIX_TABLE && off < BAR4_MSIX_PBA) {
@@ -535,8 +590,7 @@ static void legacy_read(struct virtio_pci *vp, uint64_t off, void *data,
 		return;
 	}
 	if (off == VIRTIO_PCI_ISR) {
-		*(uint8_t *)data = __atomic_exchange_n(&vp->isr, 0,
-						       __ATOMIC_SEQ_CST);
+		*(uint8_t *)data = isr_read_and_clear(vp);
 		return;
 	}
 	pthread_mutex_lock(&vp->vdev->lock);
@@ -558,7 +612,7 @@ static void legacy_write(struct virtio_pci *vp, uint64_t off, const void *data,
 	} else if (off == VIRTIO_PCI_STATUS) {
 		virtio_set_status(vp->vdev, v);
 		if (!v)
-			vp->config_vector = VIRTIO_NO_VECTOR;
+			virtio_pci_reset(vp);
 	} else if (off == VIRTIO_PCI_GUEST_FEATURES) {
 		virtio_set_guest_features(vp->vdev, 0, v);
 	} else {
@@ -650,6 +704,10 @@ static void virtio_pci_cfg_write(struct pci_device *pdev, unsigned int offset,
 		msix_deliver_pending(vp);
 		pthread_mutex_unlock(&vp->vdev->lock);
 	}
+	/* Interrupt Disable cleared with an interrupt pending: assert now. */
+	if (offset <= 0x05 && offset + len > 0x05 && !intx_disabled(vp) &&
+	    !msix_enabled(vp) && __atomic_load_n(&vp->isr, __ATOMIC_SEQ_CST))
+		eventfd_signal(vp->intx_fd);
 	if (addr == vp->bar_addr)
 		return;
 	if (vp->bar_addr)

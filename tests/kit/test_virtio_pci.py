@@ -12,8 +12,8 @@ NO_INTERRUPT or EVENT_IDX); legacy uses INTx (the Interrupt Line the _PRT
 swizzle gives, level-triggered on the IOAPIC, ISR read acknowledging and
 lowering the line, an EOI with ISR still set bringing the interrupt back).
 
-Two strict xfails name lkvm bugs in legacy INTx: no PCI Status Interrupt
-Status bit, and a pending interrupt lost when Interrupt Disable is cleared.
+Legacy INTx also keeps the PCI Status Interrupt Status bit, and asserts a
+pending interrupt when the driver clears Interrupt Disable.
 
 Run with: /usr/bin/python3 -m pytest -q tests/kit/test_virtio_pci.py
 """
@@ -253,22 +253,11 @@ def run_intx_disable(tmp_path):
     return r
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lkvm bug: virtio/pci.c keeps no PCI Status bit 3 (Interrupt Status, "
-    "PCI 3.0 6.2.3): it reads 0 while the function's INTx is pending "
-    "(ISR bit 0 set), so drivers that poll it (uio_pci_generic, "
-    "pci_check_and_mask_intx) never see the interrupt"))
 def test_legacy_pci_status_interrupt_bit(tmp_path):
     r = run_intx_disable(tmp_path)
     assert "FAIL: PCI Status: Interrupt Status clear" not in r.out, r
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lkvm bug: virtio/pci.c intx_raise() only drops the signal while "
-    "Command bit 10 (Interrupt Disable) is set, and virtio_pci_cfg_write() "
-    "does not raise INTx when the guest clears the bit with ISR still set "
-    "(PCI 3.0 6.2.2/6.2.3): the pending interrupt is lost until the next "
-    "completion"))
 def test_legacy_intx_disable_clear_asserts(tmp_path):
     r = run_intx_disable(tmp_path)
     assert "clearing Interrupt Disable with an interrupt pending did not " \
