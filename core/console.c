@@ -70,9 +70,8 @@ int console_init(void)
 		return 0;
 	}
 	raw = con.saved;
+	/* Output too: the guest sends its own \r\n, lkvm's messages end in one. */
 	cfmakeraw(&raw);
-	/* Keep output post-processing so lkvm's own messages stay readable. */
-	raw.c_oflag |= OPOST | ONLCR;
 	if (tcsetattr(con.in_fd, TCSAFLUSH, &raw) < 0) {
 		pr_warn("cannot put the terminal in raw mode: %s",
 			strerror(errno));

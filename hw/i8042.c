@@ -15,6 +15,7 @@
 #define I8042_STATUS_OBF	0x01
 #define I8042_STATUS_SYS	0x04
 #define I8042_STATUS_CMD	0x08
+#define I8042_STATUS_UNLOCKED	0x10	/* keyboard not inhibited */
 
 #define I8042_CMD_READ_CTR	0x20
 #define I8042_CMD_WRITE_CTR	0x60
@@ -109,7 +110,8 @@ static void i8042_read(struct bus_dev *dev, uint64_t offset, void *data,
 		val = k->out;
 		k->out_full = false;
 	} else {
-		val = I8042_STATUS_SYS | (k->out_full ? I8042_STATUS_OBF : 0) |
+		val = I8042_STATUS_SYS | I8042_STATUS_UNLOCKED |
+		      (k->out_full ? I8042_STATUS_OBF : 0) |
 		      (k->pending_cmd ? I8042_STATUS_CMD : 0);
 	}
 	pthread_mutex_unlock(&k->lock);
