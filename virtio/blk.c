@@ -28,6 +28,12 @@
 #define BLK_MAX_DISCARD_SEG	32
 #define BLK_MAX_DISCARD_SECTORS	(1U << 22)		/* 2 GiB a segment */
 
+/*
+ * Created by the main thread; config and capacity are fixed from then on.
+ * Requests are served by whichever thread serves a queue (the I/O thread,
+ * or a vCPU with --no-ioeventfd) under that queue's lock; the disk takes
+ * positional I/O only, so queues served at once do not disturb each other.
+ */
 struct virtio_blk {
 	struct virtio_device vdev;
 	struct disk disk;

@@ -21,7 +21,10 @@ struct disk_config {
 	bool direct;			/* O_DIRECT: bypass the host page cache */
 };
 
-/* Owned by its device; the fd is used by the device's I/O thread only. */
+/*
+ * Owned by its device and fixed after disk_open(); the fd sees positional
+ * I/O only, from whichever threads serve the device's queues.
+ */
 struct disk {
 	int fd;
 	const char *path;
