@@ -35,7 +35,14 @@
 #define __noreturn		__attribute__((noreturn))
 #define __printf(a, b)		__attribute__((format(printf, a, b)))
 
-/* Xen public/arch-x86/hvm/start_info.h, version 1. */
+/*
+ * Layouts the kit checks lkvm against (hvm_start_info here, the ACPI tables
+ * below) are written again from the specs on purpose, not shared with
+ * lkvm's headers: a test that reads a structure through the same
+ * definition lkvm writes it with cannot catch a layout mistake.
+ *
+ * Xen public/arch-x86/hvm/start_info.h, version 1.
+ */
 #define HVM_START_MAGIC		0x336ec578
 struct hvm_start_info {
 	uint32_t magic;
