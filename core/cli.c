@@ -38,6 +38,7 @@ static const struct option run_options[] = {
 	{ "stats",	required_argument, NULL, OPT_STATS },
 	{ "reboot",	no_argument,	   NULL, OPT_REBOOT },
 	{ "disk",	required_argument, NULL, 'd' },
+	{ "network",	required_argument, NULL, 'n' },
 	{ "virtio-transport", required_argument, NULL, OPT_TRANSPORT },
 	{ "no-ioeventfd", no_argument,	   NULL, OPT_NO_IOEVENTFD },
 	{ "mmio-cmdline", no_argument,	   NULL, OPT_MMIO_CMDLINE },
@@ -67,6 +68,11 @@ void cli_usage_run(void)
 "  -d, --disk PATH[,ro][,direct]\n"
 "                        a virtio-blk disk: raw image or block device,\n"
 "                        locked while in use; repeatable (up to %d)\n"
+"  -n, --network mode=tap|none[,tapif=NAME][,guest_mac=XX:XX:XX:XX:XX:XX]\n"
+"                        a virtio-net card on a host tap device (attached,\n"
+"                        or created with CAP_NET_ADMIN); MAC stable per\n"
+"                        --name unless given; '-n tap' for short;\n"
+"                        repeatable (up to %d)\n"
 "      --virtio-transport pci|pci-legacy|mmio\n"
 "                        how virtio devices appear: modern virtio-pci with\n"
 "                        MSI-X (default), legacy virtio-pci (I/O BAR,\n"
@@ -97,7 +103,8 @@ void cli_usage_run(void)
 "  4     the guest panicked (reported through pvpanic, port 0x505)\n"
 "  124   --timeout expired\n"
 "  128+N lkvm was stopped by signal N\n",
-	DEFAULT_MEM_MIB, MIN_MEM_MIB, LKVM_MAX_CPUS, LKVM_MAX_DISKS, 0x501);
+	DEFAULT_MEM_MIB, MIN_MEM_MIB, LKVM_MAX_CPUS, LKVM_MAX_DISKS,
+	LKVM_MAX_NICS, 0x501);
 }
 
 static int parse_bounded(const char *opt, const char *arg, uint64_t min,
@@ -211,6 +218,12 @@ static int parse_option(int opt, struct vm_config *cfg)
 		return disk_parse_option(optarg, &cfg->disks[cfg->nr_disks++]);
 	case OPT_TRANSPORT:
 		return parse_transport(optarg, &cfg->transport);
+	case 'n':
+		if (cfg->nr_nics == LKVM_MAX_NICS) {
+			pr_err("-n: at most %d network cards", LKVM_MAX_NICS);
+			return -1;
+		}
+		return net_parse_option(optarg, &cfg->nics[cfg->nr_nics++]);
 	case 'v': if (log_threshold < LOG_DEBUG) log_threshold++; return 0;
 	case 'q': log_threshold = LOG_ERROR; return 0;
 	case 'm':
@@ -239,6 +252,16 @@ static int parse_option(int opt, struct vm_config *cfg)
 	}
 }
 
+/* NICs without a MAC get one derived from the VM's name and their index. */
+static void assign_macs(struct vm_config *cfg)
+{
+	unsigned int i;
+
+	for (i = 0; i < cfg->nr_nics; i++)
+		if (!cfg->nics[i].mac_given)
+			net_default_mac(cfg->name, i, cfg->nics[i].mac);
+}
+
 static int check_config(struct vm_config *cfg)
 {
 	if (cfg->firmware && (cfg->kernel || cfg->initrd || cfg->params)) {
@@ -257,6 +280,7 @@ static int check_config(struct vm_config *cfg)
 		return -1;
 	if (cfg->firmware && check_readable(cfg->firmware, "firmware"))
 		return -1;
+	assign_macs(cfg);
 	return 0;
 }
 
@@ -270,7 +294,7 @@ enum cli_result cli_parse_run(int argc, char **argv, struct vm_config *cfg)
 	cfg->transport = VIRTIO_TRANSPORT_PCI;
 	optind = 0;	/* 0: glibc re-initialises fully, so tests can parse twice */
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":k:i:p:m:c:f:d:vqh", run_options,
+	while ((opt = getopt_long(argc, argv, ":k:i:p:m:c:f:d:n:vqh", run_options,
 				  NULL)) != -1) {
 		if (opt == 'h') {
 			cli_usage_run();

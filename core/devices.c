@@ -10,11 +10,15 @@
 #include "lkvm/util.h"
 #include "lkvm/virtio/blk.h"
 #include "lkvm/virtio/device.h"
+#include "lkvm/virtio/net.h"
 #include "lkvm/vm.h"
 
 struct vm_devices {
 	unsigned int nr_blk;
 	struct virtio_blk *blk[LKVM_MAX_DISKS];
+	unsigned int nr_net;
+	struct virtio_net *net[LKVM_MAX_NICS];
+	const struct net_config *net_cfg[LKVM_MAX_NICS];
 };
 
 static const char *const transport_names[] = {
@@ -22,6 +26,28 @@ static const char *const transport_names[] = {
 	[VIRTIO_TRANSPORT_PCI_LEGACY] = "pci-legacy",
 	[VIRTIO_TRANSPORT_MMIO] = "mmio",
 };
+
+static int devices_create_nics(struct vm *vm, struct vm_devices *d)
+{
+	const struct vm_config *cfg = vm->cfg;
+	unsigned int i;
+
+	for (i = 0; i < cfg->nr_nics; i++) {
+		struct virtio_net_options opts = {
+			.net = cfg->nics[i],
+			.transport = cfg->transport,
+			.use_ioeventfd = !cfg->no_ioeventfd,
+		};
+
+		if (cfg->nics[i].mode == NET_MODE_NONE)
+			continue;
+		d->net[d->nr_net] = virtio_net_create(vm, &opts);
+		if (!d->net[d->nr_net])
+			return -1;
+		d->net_cfg[d->nr_net++] = &cfg->nics[i];
+	}
+	return 0;
+}
 
 int devices_create(struct vm *vm)
 {
@@ -46,7 +72,7 @@ int devices_create(struct vm *vm)
 			return -1;
 		d->nr_blk++;
 	}
-	return 0;
+	return devices_create_nics(vm, d);
 }
 
 void devices_stop(struct vm *vm)
@@ -58,6 +84,9 @@ void devices_stop(struct vm *vm)
 	for (i = 0; i < vm->devices->nr_blk; i++)
 		virtio_blk_destroy(vm->devices->blk[i]);
 	vm->devices->nr_blk = 0;
+	for (i = 0; i < vm->devices->nr_net; i++)
+		virtio_net_destroy(vm->devices->net[i]);
+	vm->devices->nr_net = 0;
 }
 
 static const char *transport_option(enum virtio_transport t)
@@ -80,6 +109,10 @@ void devices_report_unused(struct vm *vm)
 				vm->cfg->disks[i].path,
 				transport_option(vm->cfg->transport));
 	}
+	for (i = 0; i < LKVM_MAX_NICS && vm->devices->net[i]; i++)
+		if (!virtio_net_device(vm->devices->net[i])->driver_seen)
+			pr_warn("the guest never initialised its virtio-net card %u: does its kernel have CONFIG_VIRTIO_NET%s?",
+				i, transport_option(vm->cfg->transport));
 }
 
 static void write_queue_stats(FILE *f, const struct virtio_device *vdev)
@@ -100,22 +133,29 @@ static void write_queue_stats(FILE *f, const struct virtio_device *vdev)
 	fprintf(f, "]");
 }
 
+static void write_device_stats(FILE *f, struct vm *vm, const char *type,
+			       const struct virtio_device *vdev, bool first)
+{
+	fprintf(f, "%s{\"type\":\"%s\",\"transport\":\"%s\","
+		"\"driver_seen\":%s,\"status\":%u,\"times_broken\":%u,",
+		first ? "" : ",", type, transport_names[vm->cfg->transport],
+		vdev->driver_seen ? "true" : "false", vdev->status,
+		vdev->times_broken);
+	write_queue_stats(f, vdev);
+	fprintf(f, "}");
+}
+
 void devices_write_stats(struct vm *vm, FILE *f)
 {
-	unsigned int i;
+	struct vm_devices *d = vm->devices;
+	unsigned int i, n = 0;
 
 	fprintf(f, "\"devices\":[");
-	for (i = 0; vm->devices && i < vm->cfg->nr_disks && vm->devices->blk[i]; i++) {
-		const struct virtio_device *vdev =
-			virtio_blk_device(vm->devices->blk[i]);
-
-		fprintf(f, "%s{\"type\":\"virtio-blk\",\"transport\":\"%s\","
-			"\"driver_seen\":%s,\"status\":%u,\"times_broken\":%u,",
-			i ? "," : "", transport_names[vm->cfg->transport],
-			vdev->driver_seen ? "true" : "false", vdev->status,
-			vdev->times_broken);
-		write_queue_stats(f, vdev);
-		fprintf(f, "}");
-	}
+	for (i = 0; d && i < vm->cfg->nr_disks && d->blk[i]; i++)
+		write_device_stats(f, vm, "virtio-blk",
+				   virtio_blk_device(d->blk[i]), !n++);
+	for (i = 0; d && i < LKVM_MAX_NICS && d->net[i]; i++)
+		write_device_stats(f, vm, "virtio-net",
+				   virtio_net_device(d->net[i]), !n++);
 	fprintf(f, "]");
 }

@@ -358,9 +358,12 @@ void virtio_blk_destroy(struct virtio_blk *blk)
 {
 	if (!blk)
 		return;
+	if (!blk->iothread)
+		return;	/* already stopped */
 	iothread_stop(blk->iothread);
 	virtio_device_stop(&blk->vdev);
 	iothread_destroy(blk->iothread);
+	blk->iothread = NULL;
 	disk_close(&blk->disk);
 }
 

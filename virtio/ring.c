@@ -244,6 +244,21 @@ int virtq_pop(struct virtq *vq, struct virtq_chain *chain)
 	return 1;
 }
 
+uint16_t virtq_avail_count(struct virtq *vq)
+{
+	if (vq->error || !vq->avail)
+		return 0;
+	return load16_acquire(&vq->avail->idx) - vq->last_avail;
+}
+
+void virtq_unpop(struct virtq *vq, uint16_t n)
+{
+	/* Only chains popped since the last push or publish can go back. */
+	vq->last_avail -= n;
+	if (vq->event_idx && vq->notify)
+		store16(vq->avail_event, vq->last_avail);
+}
+
 void virtq_push(struct virtq *vq, uint16_t head, uint32_t written)
 {
 	struct vring_used_elem *elem;
@@ -296,6 +311,16 @@ void virtq_enable_notify(struct virtq *vq, bool enable)
 	/* our store before the caller's virtq_has_avail() re-check load */
 	if (enable)
 		full_barrier();
+}
+
+void virtq_notify_on_next(struct virtq *vq)
+{
+	virtq_enable_notify(vq, true);
+	if (vq->event_idx && vq->avail) {
+		/* The driver kicks when avail->idx moves past avail_event. */
+		store16(vq->avail_event, load16_acquire(&vq->avail->idx));
+		full_barrier();
+	}
 }
 
 bool virtq_has_avail(struct virtq *vq)

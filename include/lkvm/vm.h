@@ -15,6 +15,7 @@
 #include "lkvm/bus.h"
 #include "lkvm/disk.h"
 #include "lkvm/guest_mem.h"
+#include "lkvm/net.h"
 #include "lkvm/virtio/transport.h"
 
 /* Exit statuses of `lkvm run`; a guest may also choose any 0-255 itself. */
@@ -28,6 +29,7 @@
 #define LKVM_MAX_CPUS		255	/* xAPIC IDs, one MADT/MP entry each */
 #define LKVM_MAX_MEM_MIB	(1024ULL * 1024)	/* 1 TiB */
 #define LKVM_MAX_DISKS		8
+#define LKVM_MAX_NICS		4
 
 /* What the user asked for; filled by the CLI, read-only afterwards. */
 struct vm_config {
@@ -44,6 +46,8 @@ struct vm_config {
 	bool reboot;			/* restart the guest on reboot */
 	unsigned int nr_disks;
 	struct disk_config disks[LKVM_MAX_DISKS];
+	unsigned int nr_nics;
+	struct net_config nics[LKVM_MAX_NICS];
 	enum virtio_transport transport;
 	bool no_ioeventfd;		/* serve notifies in vCPU threads */
 	bool mmio_cmdline;		/* virtio_mmio.device= on the cmdline */

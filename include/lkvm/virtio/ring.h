@@ -119,6 +119,21 @@ void virtq_exit(struct virtq *vq);
 int virtq_pop(struct virtq *vq, struct virtq_chain *chain);
 
 /*
+ * Put back the last n popped chains, not yet pushed, to be popped again
+ * (virtio-net: a frame that needs more receive buffers than are there).
+ */
+void virtq_unpop(struct virtq *vq, uint16_t n);
+
+/*
+ * Ask for a kick at the next chain the driver adds, even though chains are
+ * already waiting (they are too few for what the device has to deliver).
+ */
+void virtq_notify_on_next(struct virtq *vq);
+
+/* How many chains the driver has made available and we have not popped. */
+uint16_t virtq_avail_count(struct virtq *vq);
+
+/*
  * Give a chain back with `written` bytes written into its in[] buffers.
  * Not visible to the driver until virtq_publish().
  */
