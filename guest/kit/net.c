@@ -36,6 +36,18 @@
  *                              lkvm must keep them, not drop them
  *   delay=MS                   wait before the first TX frame
  *   wait=MS                    how long to wait for everything (5000)
+ *   reset=1                    then reset the device, set it up again
+ *                              (new rings) and do it all once more: TX
+ *                              frames tx..2tx-1, RX frames rx..2rx-1 (the
+ *                              host injects those on seeing TX frame tx)
+ *   bad=tx_short|tx_hdr_only|tx_huge
+ *                              after the traffic, one broken TX chain: 6
+ *                              bytes (less than the header), the header
+ *                              alone, or 72000 bytes (beyond any frame);
+ *                              lkvm must complete it (dropping the frame)
+ *                              or set NEEDS_RESET, never hang the queue;
+ *                              if it completed, one more good frame (index
+ *                              tx) must still get through
  *   irq=1                      wait for interrupts instead of spinning:
  *                              MSI-X (pci, both queues' entries), INTx on
  *                              the function's line (legacy), or the slot's
@@ -698,6 +710,108 @@ static void *alloc_or_fail(size_t n)
 	return p;
 }
 
+static void post_all_rx(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < rxbufs; i++)
+		rx_post(i);
+	rx_kick();
+}
+
+/* Waits for this phase's frames both ways; false if they did not come. */
+static bool phase(uint64_t wait_us)
+{
+	if (run_until(all_done, wait_us, true))
+		return true;
+	kit_check(tx_done == tx_want,
+		  "tx: %u of %u frames sent, %u completed in %llu ms",
+		  tx_sent, tx_want, tx_done, (unsigned long long)wait_us / 1000);
+	kit_check(rx_got == rx_expect,
+		  "rx: %u of %u frames received in %llu ms", rx_got, rx_expect,
+		  (unsigned long long)wait_us / 1000);
+	return false;
+}
+
+/*
+ * A device reset in the middle of a run: the rings are dropped and set up
+ * anew (4.x: after a reset the device must not use the old ones), then
+ * the same traffic again. The frames lkvm may still hold from before are
+ * none: the host injects the second batch only once TX resumes.
+ */
+static bool reset_and_again(uint64_t wait_us)
+{
+	unsigned int i, n = rx_want;
+
+	kit_check(vio_reset(&dev), "reset did not complete");
+	vio_queue_free(&rxq);
+	vio_queue_free(&txq);
+	for (i = 0; i < TX_SLOTS; i++)
+		tx_slot_busy[i] = false;
+	if (!setup())
+		return false;
+	/* head maps sized by the old queues: the new ones are no bigger */
+	for (i = 0; i < rxq.size; i++)
+		rx_head_buf[i] = -1;
+	for (i = 0; i < txq.size; i++)
+		tx_head_slot[i] = -1;
+	tx_want *= 2;
+	rx_want *= 2;
+	for (i = n; i < rx_want; i++)
+		rx_expect += frame_fits(i);
+	kit_printf("reset: set up again, %u more frames each way\n", n);
+	post_all_rx();
+	return phase(wait_us);
+}
+
+static void bad_tx(const char *what)
+{
+	uint32_t size = !strcmp(what, "tx_short") ? 6 :
+			!strcmp(what, "tx_hdr_only") ? hdr_len : 72000;
+	uint8_t *p = kit_zalloc(size);
+	struct vio_buf b[3];
+	unsigned int n = 1, s;
+	uint32_t id, len;
+	enum vio_wait w;
+	int head;
+
+	if (strcmp(what, "tx_short") && strcmp(what, "tx_hdr_only") &&
+	    strcmp(what, "tx_huge")) {
+		kit_fail("bad=%s: not tx_short, tx_hdr_only or tx_huge", what);
+		return;
+	}
+	if (!kit_check(p, "out of heap"))
+		return;
+	b[0] = (struct vio_buf){ (uintptr_t)p, size, false };
+	if (size == 72000) {
+		for (s = 0; s < 3; s++)
+			b[s] = (struct vio_buf){ (uintptr_t)p + 24000 * s, 24000,
+						 false };
+		n = 3;
+	}
+	head = vio_add(&txq, b, n, false);
+	if (!kit_check(head >= 0, "bad %s: vio_add", what))
+		return;
+	vio_notify(&txq);
+	w = vio_wait_used(&txq, 500000, true, &id, &len);
+	if (w == VIO_WAIT_NEEDS_RESET) {
+		kit_printf("bad %s: NEEDS_RESET\n", what);
+		return;
+	}
+	if (!kit_check(w == VIO_WAIT_USED,
+		       "bad %s: neither completed nor NEEDS_RESET in 500 ms",
+		       what))
+		return;
+	kit_check(id == (uint32_t)head && len == 0,
+		  "bad %s: used id %u len %u (head %d)", what, id, len, head);
+	/* the queue still works: one more good frame */
+	tx_want++;
+	if (kit_check(run_until(tx_all_done, 1000000, true),
+		      "bad %s: the good frame after it did not complete", what))
+		kit_printf("bad %s: completed, traffic goes on\n", what);
+	kit_free(p);
+}
+
 KIT_TEST(net)
 {
 	char tname[16] = "mmio", buf[32];
@@ -754,11 +868,8 @@ KIT_TEST(net)
 	if (rx_expect < rx_want)
 		kit_printf("rx: %u of the %u frames do not fit a %u-byte buffer: they must be dropped\n",
 			   rx_want - rx_expect, rx_want, rxsize);
-	if (!hold) {
-		for (i = 0; i < rxbufs; i++)
-			rx_post(i);
-		rx_kick();
-	}
+	if (!hold)
+		post_all_rx();
 	if (kit_cmdline_has("delay"))
 		kit_udelay(kit_cmdline_u64("delay", 0) * 1000);
 
@@ -774,19 +885,12 @@ KIT_TEST(net)
 			  rx_used);
 		kit_printf("hold: %u ms without receive buffers, posting %u\n",
 			   (unsigned int)hold, rxbufs);
-		for (i = 0; i < rxbufs; i++)
-			rx_post(i);
-		rx_kick();
+		post_all_rx();
 	}
-	if (!run_until(all_done, wait_us, true)) {
-		kit_check(tx_done == tx_want,
-			  "tx: %u of %u frames sent, %u completed in %llu ms",
-			  tx_sent, tx_want, tx_done,
-			  (unsigned long long)wait_us / 1000);
-		kit_check(rx_got == rx_expect,
-			  "rx: %u of %u frames received in %llu ms", rx_got,
-			  rx_expect, (unsigned long long)wait_us / 1000);
-	}
+	if (phase(wait_us) && kit_cmdline_u64("reset", 0))
+		reset_and_again(wait_us);
+	if (kit_cmdline_get("bad", buf, sizeof(buf)))
+		bad_tx(buf);
 	/* nothing more of ours may come: no duplicates */
 	before = rx_got + rx_bad;
 	run_until(never, 100000, false);

@@ -93,6 +93,10 @@ def main():
     ap.add_argument("--big", type=int, default=0,
                     help="first inject one frame with this many payload "
                     "bytes (index 0xffffffff; raise the tap's MTU first)")
+    ap.add_argument("--again-at", type=int, default=0,
+                    help="inject --inject more frames (indexes continuing) "
+                    "when the guest's TX frame with this index arrives "
+                    "(net.elf reset=1)")
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--wait-tap", action="store_true",
                     help="the tap does not exist yet: wait, then set it up")
@@ -132,7 +136,7 @@ def main():
         if s not in ready:
             continue
         try:
-            data, addr = s.recvfrom(65536)
+            data, addr = s.recvfrom(1 << 18)
         except OSError as e:
             # a tap lkvm created goes away with it
             out["tap_gone"] = e.errno
@@ -144,9 +148,20 @@ def main():
         if len(data) < 14 or struct.unpack(">H", data[12:14])[0] != ETH_TYPE_TX:
             out["other"] += 1
             if out["other"] <= 4:
-                out.setdefault("other_frames", []).append(data[:32].hex())
+                out.setdefault("other_frames", []).append(
+                    f"{len(data)}:{data[:32].hex()}")
         else:
             out["frames"].append(data.hex())
+            idx = struct.unpack("<I", data[14:18])[0] if len(data) >= 18 else -1
+            if args.again_at and idx == args.again_at and args.inject:
+                for i in range(args.inject, 2 * args.inject):
+                    try:
+                        s.send(frame(dst, HOST_SRC_MAC, ETH_TYPE_RX,
+                                     args.seed, i))
+                        out["injected"] += 1
+                    except OSError as e:
+                        out["errors"].append(f"inject {i}: {e}")
+                        break
         if first and args.inject:
             out["first_frame_s"] = time.monotonic() - t0
             if args.big:

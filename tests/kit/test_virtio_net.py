@@ -21,6 +21,9 @@ namespace is deleted at the end. Nothing is addressed outside it.
                 fewer buffers than frames: nothing may be dropped
   no mrg        without MRG_RXBUF: a 12-byte header with num_buffers 1
                 (modern), a 10-byte header (legacy)
+  bad TX        a chain shorter than the header, the header alone, or
+                72000 bytes: completed or NEEDS_RESET, never a hung queue
+  reset         a device reset mid-run, then the same traffic on new rings
   oversized     without MRG_RXBUF, a frame bigger than a buffer (tap MTU
                 9000) is dropped and the frames behind it still arrive
   lkvm's tap    lkvm creates the tap (IFF_TAP|IFF_NO_PI|IFF_VNET_HDR, not
@@ -137,7 +140,8 @@ def make_tap(ns, name=TAP):
 class Helper:
     """net_helper.py in the namespace: bound to the tap before lkvm runs."""
 
-    def __init__(self, ns, inject, seed, dst=MAC, wait_tap=False, big=0):
+    def __init__(self, ns, inject, seed, dst=MAC, wait_tap=False, big=0,
+                 again_at=0):
         cmd = ["ip", "netns", "exec", ns, PYTHON, str(HELPER), "--ifname",
                TAP, "--inject", str(inject), "--seed", str(seed), "--dst",
                dst, "--timeout", str(PROC_TIMEOUT + 30)]
@@ -145,6 +149,8 @@ class Helper:
             cmd.append("--wait-tap")
         if big:
             cmd += ["--big", str(big)]
+        if again_at:
+            cmd += ["--again-at", str(again_at)]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
@@ -275,14 +281,14 @@ def check_stats(r, c, transport, ioeventfd):
 
 def net_run(ns, tmp_path, transport="pci", ioeventfd=True, tx=16, rx=16,
             seed=7, guest_mac=MAC, create_tap=True, mtu=None, big=0,
-            lkvm_args=(), **opts):
+            lkvm_args=(), again_at=0, **opts):
     """Tap (unless lkvm is to create it), helper, lkvm with net.elf."""
     if create_tap:
         make_tap(ns)
     if mtu:
         ip("link", "set", TAP, "mtu", str(mtu), ns=ns)
     h = Helper(ns, rx, seed, dst=guest_mac or BCAST,
-               wait_tap=not create_tap, big=big)
+               wait_tap=not create_tap, big=big, again_at=again_at)
     try:
         h.wait_line("ready" if create_tap else "waiting")
         netarg = f"mode=tap,tapif={TAP}"
@@ -357,15 +363,17 @@ def test_net_mrg(netns, tmp_path, transport, rxchain):
 
 
 @needs_netns
+@pytest.mark.parametrize("ioeventfd", [True, False],
+                         ids=["ioeventfd", "no-ioeventfd"])
 @pytest.mark.parametrize("rxbufs", [16, 4])
 @pytest.mark.parametrize("transport", ["pci", "pci-legacy", "mmio"])
-def test_net_hold(netns, tmp_path, transport, rxbufs):
+def test_net_hold(netns, tmp_path, transport, rxbufs, ioeventfd):
     """No receive buffers while the host injects its 24 frames (they wait
     in the tap), then 16 or only 4 buffers, re-posted as they are used:
     lkvm must resume on the kicks and drop nothing."""
-    r, h = net_run(netns, tmp_path, transport, tx=4, rx=24, seed=17,
-                   hold=500, rxbufs=rxbufs, irq=1)
-    c = check_run(r, h, transport, tx=4, rx=24, seed=17)
+    r, h = net_run(netns, tmp_path, transport, ioeventfd, tx=4, rx=24,
+                   seed=17, hold=500, rxbufs=rxbufs, irq=1)
+    c = check_run(r, h, transport, ioeventfd, tx=4, rx=24, seed=17)
     assert c["irqs"] > 0, r
     assert "hold: 500 ms without receive buffers" in r.out, r
 
@@ -375,6 +383,40 @@ LEGACY_HDR10_BUG = (
     "10-byte struct virtio_net_hdr, but lkvm keeps the tap's vnet header at "
     "12 bytes and passes buffers through unchanged: TX frames reach the tap "
     "missing their first 2 bytes, RX frames reach the guest 2 bytes too long")
+
+
+@needs_netns
+@pytest.mark.parametrize("transport", ["pci", "mmio"])
+@pytest.mark.parametrize("bad", ["tx_short", "tx_hdr_only", "tx_huge"])
+def test_net_bad_tx_chain(netns, tmp_path, transport, bad):
+    """After the traffic, one broken TX chain: 6 bytes (less than the
+    header), the header alone, or 72000 bytes. lkvm completes it (the frame
+    dropped or passed on) or sets NEEDS_RESET, but the queue never hangs and
+    lkvm never dies; if it completed, a good frame after it still arrives."""
+    r, h = net_run(netns, tmp_path, transport, tx=4, rx=4, seed=47,
+                   bad=bad, irq=1)
+    assert r.rc == 0, r
+    assert "PASS: net" in r.out, r
+    assert not r.err_lines(), r
+    if f"bad {bad}: NEEDS_RESET" in r.out:
+        tx = 4
+    else:
+        assert f"bad {bad}: completed, traffic goes on" in r.out, r
+        tx = 5
+    c = guest_counts(r)
+    check_tx_frames(h, 47, tx, c["mac"], r)
+
+
+@needs_netns
+@pytest.mark.parametrize("transport", ["pci", "pci-legacy", "mmio"])
+def test_net_reset(netns, tmp_path, transport):
+    """A device reset after the first 6 + 8 frames: new rings, features
+    again, and the same traffic once more (the helper injects RX frames
+    8-15 on seeing TX frame 6); --stats counts across the reset."""
+    r, h = net_run(netns, tmp_path, transport, tx=6, rx=8, seed=43,
+                   again_at=6, reset=1, irq=1)
+    check_run(r, h, transport, tx=12, rx=16, seed=43)
+    assert "reset: set up again, 8 more frames each way" in r.out, r
 
 
 @needs_netns
