@@ -97,6 +97,8 @@ def main():
                     help="inject --inject more frames (indexes continuing) "
                     "when the guest's TX frame with this index arrives "
                     "(net.elf reset=1)")
+    ap.add_argument("--gap", type=float, default=0,
+                    help="milliseconds between injected frames")
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--wait-tap", action="store_true",
                     help="the tap does not exist yet: wait, then set it up")
@@ -174,6 +176,8 @@ def main():
                 except OSError as e:
                     out["errors"].append(f"inject big: {e}")
             for i in range(args.inject):
+                if i and args.gap:
+                    time.sleep(args.gap / 1000)
                 try:
                     s.send(frame(dst, HOST_SRC_MAC, ETH_TYPE_RX, args.seed, i))
                     out["injected"] += 1

@@ -13,6 +13,7 @@ namespace is deleted at the end. Nothing is addressed outside it.
                 TX frames exact and in order, --stats kicks and requests;
                 the guest waits for interrupts (MSI-X, INTx, the mmio pin)
                 and fails if a used ring moves without one
+  interrupts    frames 20 ms apart to an idle guest: one interrupt each
   features      INDIRECT_DESC and EVENT_IDX, a 16-entry ring wrapped many
                 times
   mrg           512-byte receive buffers: 1500-byte frames merged over 3
@@ -141,7 +142,7 @@ class Helper:
     """net_helper.py in the namespace: bound to the tap before lkvm runs."""
 
     def __init__(self, ns, inject, seed, dst=MAC, wait_tap=False, big=0,
-                 again_at=0):
+                 again_at=0, gap=0):
         cmd = ["ip", "netns", "exec", ns, PYTHON, str(HELPER), "--ifname",
                TAP, "--inject", str(inject), "--seed", str(seed), "--dst",
                dst, "--timeout", str(PROC_TIMEOUT + 30)]
@@ -151,6 +152,8 @@ class Helper:
             cmd += ["--big", str(big)]
         if again_at:
             cmd += ["--again-at", str(again_at)]
+        if gap:
+            cmd += ["--gap", str(gap)]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
@@ -281,14 +284,15 @@ def check_stats(r, c, transport, ioeventfd):
 
 def net_run(ns, tmp_path, transport="pci", ioeventfd=True, tx=16, rx=16,
             seed=7, guest_mac=MAC, create_tap=True, mtu=None, big=0,
-            lkvm_args=(), again_at=0, **opts):
+            lkvm_args=(), again_at=0, gap=0, **opts):
     """Tap (unless lkvm is to create it), helper, lkvm with net.elf."""
     if create_tap:
         make_tap(ns)
     if mtu:
         ip("link", "set", TAP, "mtu", str(mtu), ns=ns)
     h = Helper(ns, rx, seed, dst=guest_mac or BCAST,
-               wait_tap=not create_tap, big=big, again_at=again_at)
+               wait_tap=not create_tap, big=big, again_at=again_at,
+               gap=gap)
     try:
         h.wait_line("ready" if create_tap else "waiting")
         netarg = f"mode=tap,tapif={TAP}"
@@ -405,6 +409,20 @@ def test_net_bad_tx_chain(netns, tmp_path, transport, bad):
         tx = 5
     c = guest_counts(r)
     check_tx_frames(h, 47, tx, c["mac"], r)
+
+
+@needs_netns
+@pytest.mark.parametrize("event_idx", [0, 1], ids=["flags", "event_idx"])
+@pytest.mark.parametrize("transport", ["pci", "pci-legacy", "mmio"])
+def test_net_rx_interrupts(netns, tmp_path, transport, event_idx):
+    """Frames 20 ms apart reach a guest that waits idle for each: every
+    one must come with an interrupt (MSI-X, INTx, the mmio pin), whether
+    the driver asks by flags or by used_event."""
+    r, h = net_run(netns, tmp_path, transport, tx=2, rx=12, seed=53,
+                   gap=20, irq=1, event_idx=event_idx)
+    c = check_run(r, h, transport, tx=2, rx=12, seed=53)
+    # the host's sleeps may bunch a few frames together; most stand alone
+    assert c["irqs"] >= 6, r
 
 
 @needs_netns
