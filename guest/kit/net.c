@@ -346,6 +346,24 @@ static bool setup(void)
 	}
 	kit_check(status & VIRTIO_NET_S_LINK_UP, "status %#x: link not up",
 		  status);
+	/* other access widths see the same bytes (Linux reads status as u16) */
+	{
+		uint32_t w = vio_config_read32(&dev, 4);
+		uint32_t want = mac[4] | mac[5] << 8 | (uint32_t)status << 16;
+
+		kit_check(w == want, "config: 32-bit read at 4 gives %#x, bytes say %#x",
+			  w, want);
+		w = vio_config_read32(&dev, 0);
+		want = mac[0] | mac[1] << 8 | mac[2] << 16 | (uint32_t)mac[3] << 24;
+		kit_check(w == want, "config: 32-bit read at 0 gives %#x, bytes say %#x",
+			  w, want);
+		if (transport != VIO_MMIO) {
+			w = vio_pci_config_read(&dev, 6, 2);
+			kit_check(w == status,
+				  "config: 16-bit status read gives %#x, bytes say %#x",
+				  w, status);
+		}
+	}
 
 	/* 4.1.5.1.2: vectors are chosen before the queues are enabled */
 	if (use_irq && transport == VIO_PCI &&

@@ -370,14 +370,20 @@ def test_net_mrg(netns, tmp_path, transport, rxchain):
 @needs_netns
 @pytest.mark.parametrize("ioeventfd", [True, False],
                          ids=["ioeventfd", "no-ioeventfd"])
-@pytest.mark.parametrize("rxbufs", [16, 4])
+@pytest.mark.parametrize("bufs", [
+    {"rxbufs": 16},
+    {"rxbufs": 4},
+    {"rxbufs": 3, "rxsize": 512, "event_idx": 1},
+], ids=["16x2048", "4x2048", "3x512-event_idx"])
 @pytest.mark.parametrize("transport", ["pci", "pci-legacy", "mmio"])
-def test_net_hold(netns, tmp_path, transport, rxbufs, ioeventfd):
+def test_net_hold(netns, tmp_path, transport, bufs, ioeventfd):
     """No receive buffers while the host injects its 24 frames (they wait
-    in the tap), then 16 or only 4 buffers, re-posted as they are used:
-    lkvm must resume on the kicks and drop nothing."""
+    in the tap), then 16, or only 4, or 3 small ones a frame needs all of
+    (with EVENT_IDX, so lkvm must ask for the kick through avail_event),
+    re-posted as they are used: lkvm must resume on the kicks and drop
+    nothing."""
     r, h = net_run(netns, tmp_path, transport, ioeventfd, tx=4, rx=24,
-                   seed=17, hold=500, rxbufs=rxbufs, irq=1)
+                   seed=17, hold=500, irq=1, **bufs)
     c = check_run(r, h, transport, ioeventfd, tx=4, rx=24, seed=17)
     assert c["irqs"] > 0, r
     assert "hold: 500 ms without receive buffers" in r.out, r
