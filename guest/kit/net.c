@@ -34,6 +34,9 @@
  *                              completed and MS more milliseconds passed:
  *                              the host injected its frames meanwhile and
  *                              lkvm must keep them, not drop them
+ *   early=1                    post (and kick) the receive buffers before
+ *                              DRIVER_OK, as 3.1.1 allows: lkvm must not
+ *                              use them before, nor forget them after
  *   delay=MS                   wait before the first TX frame
  *   wait=MS                    how long to wait for everything (5000)
  *   reset=1                    then reset the device, set it up again
@@ -76,6 +79,7 @@
 #define HOST_SRC_MAC		"\x02\x00\x00\x00\x00\x01"
 #define TX_SLOTS		32	/* TX chains in flight at most */
 #define OTHER_SHOWN		4
+#define MAX_QSIZE		1024
 #define IRQ_VECTOR		0x50
 #define IRQ_CONFIG_VECTOR	0x5f	/* MSI-X config changes: unexpected */
 
@@ -122,7 +126,8 @@ static unsigned int tx_sent, tx_done, rx_got, rx_used, rx_multi;
 static unsigned int rx_underfilled, rx_other, rx_bad;
 static unsigned int max_num_buffers;
 static unsigned int tx_kicks, rx_kicks;
-static bool use_irq, irq_missed;
+static bool use_irq, irq_missed, early;
+static uint64_t hold;			/* ms without receive buffers */
 static unsigned int irqs;
 
 /* The host test computes the same words (tests/kit/net_helper.py). */
@@ -285,6 +290,8 @@ static bool find_device(void)
 	return true;
 }
 
+static void post_all_rx(void);
+
 static bool setup(void)
 {
 	bool event_idx = kit_cmdline_u64("event_idx", 0);
@@ -377,6 +384,21 @@ static bool setup(void)
 	if (!kit_cmdline_has("qsize") || transport == VIO_PCI_LEGACY)
 		kit_check(rxq.size == 256 && txq.size == 256,
 			  "queue sizes %u and %u, not 256", rxq.size, txq.size);
+	if (!kit_check(rxq.size <= MAX_QSIZE && txq.size <= MAX_QSIZE,
+		       "queue sizes %u and %u", rxq.size, txq.size) ||
+	    !kit_check(rxsize >= hdr_len + (rxchain ? 1 : 0),
+		       "rxsize=%u", rxsize) ||
+	    !kit_check(rxbufs * (rxchain ? 2 : 1) <= rxq.size,
+		       "rxbufs=%u does not fit the ring", rxbufs))
+		return false;
+	for (i = 0; i < MAX_QSIZE; i++)
+		rx_head_buf[i] = tx_head_slot[i] = -1;
+	/* 3.1.1 step 7: queues may be populated before DRIVER_OK */
+	if (early && !hold) {
+		post_all_rx();
+		kit_printf("early: %u receive buffers posted and kicked before DRIVER_OK\n",
+			   rxbufs);
+	}
 	if (use_irq && transport == VIO_PCI) {
 		vio_msix_set(&dev, 0, IRQ_CONFIG_VECTOR, false);
 		vio_msix_set(&dev, 1 + rxq.index, IRQ_VECTOR, false);
@@ -768,17 +790,13 @@ static bool reset_and_again(uint64_t wait_us)
 		tx_slot_busy[i] = false;
 	if (!setup())
 		return false;
-	/* head maps sized by the old queues: the new ones are no bigger */
-	for (i = 0; i < rxq.size; i++)
-		rx_head_buf[i] = -1;
-	for (i = 0; i < txq.size; i++)
-		tx_head_slot[i] = -1;
 	tx_want *= 2;
 	rx_want *= 2;
 	for (i = n; i < rx_want; i++)
 		rx_expect += frame_fits(i);
 	kit_printf("reset: set up again, %u more frames each way\n", n);
-	post_all_rx();
+	if (!early)
+		post_all_rx();
 	return phase(wait_us);
 }
 
@@ -833,7 +851,7 @@ static void bad_tx(const char *what)
 KIT_TEST(net)
 {
 	char tname[16] = "mmio", buf[32];
-	uint64_t hold, wait_us;
+	uint64_t wait_us;
 	unsigned int i, before;
 
 	kit_cmdline_get("transport", tname, sizeof(tname));
@@ -859,34 +877,28 @@ KIT_TEST(net)
 	use_irq = kit_cmdline_u64("irq", 0);
 	wait_us = kit_cmdline_u64("wait", 5000) * 1000;
 
-	if (!find_device() || !setup())
-		kit_finish();
-	if (!kit_check(rxbufs >= 1 && rxbufs <= rxq.size,
-		       "rxbufs=%u: 1 to %u", rxbufs, rxq.size) ||
-	    !kit_check(rxsize >= hdr_len + (rxchain ? 1 : 0) && rxsize <= 65536,
-		       "rxsize=%u", rxsize) ||
-	    !kit_check(rxbufs * (rxchain ? 2 : 1) <= rxq.size,
-		       "rxbufs=%u does not fit the ring", rxbufs))
+	early = kit_cmdline_u64("early", 0);
+	if (!kit_check(rxbufs >= 1 && rxbufs <= MAX_QSIZE && rxsize >= 16 &&
+		       rxsize <= 65536, "rxbufs=%u rxsize=%u", rxbufs, rxsize))
 		kit_finish();
 	rx_buf = alloc_or_fail(sizeof(*rx_buf) * rxbufs);
 	for (i = 0; i < rxbufs; i++)
 		rx_buf[i] = alloc_or_fail(rxsize);
-	rx_head_buf = alloc_or_fail(sizeof(int) * rxq.size);
-	tx_head_slot = alloc_or_fail(sizeof(int) * txq.size);
-	for (i = 0; i < rxq.size; i++)
-		rx_head_buf[i] = -1;
-	for (i = 0; i < txq.size; i++)
-		tx_head_slot[i] = -1;
+	rx_head_buf = alloc_or_fail(sizeof(int) * MAX_QSIZE);
+	tx_head_slot = alloc_or_fail(sizeof(int) * MAX_QSIZE);
 	for (i = 0; i < TX_SLOTS; i++)
-		tx_slot[i] = alloc_or_fail(hdr_len + FRAME_MAX);
+		tx_slot[i] = alloc_or_fail(12 + FRAME_MAX);
 	frame = alloc_or_fail(FRAME_MAX + 16);
+
+	if (!find_device() || !setup())
+		kit_finish();
 
 	for (i = 0; i < rx_want; i++)
 		rx_expect += frame_fits(i);
 	if (rx_expect < rx_want)
 		kit_printf("rx: %u of the %u frames do not fit a %u-byte buffer: they must be dropped\n",
 			   rx_want - rx_expect, rx_want, rxsize);
-	if (!hold)
+	if (!hold && !early)
 		post_all_rx();
 	if (kit_cmdline_has("delay"))
 		kit_udelay(kit_cmdline_u64("delay", 0) * 1000);

@@ -24,6 +24,7 @@ namespace is deleted at the end. Nothing is addressed outside it.
                 (modern), a 10-byte header (legacy)
   bad TX        a chain shorter than the header, the header alone, or
                 72000 bytes: completed or NEEDS_RESET, never a hung queue
+  early RX      receive buffers posted before DRIVER_OK (3.1.1 step 7)
   reset         a device reset mid-run, then the same traffic on new rings
   oversized     without MRG_RXBUF, a frame bigger than a buffer (tap MTU
                 9000) is dropped and the frames behind it still arrive
@@ -430,6 +431,29 @@ def test_net_rx_interrupts(netns, tmp_path, transport, event_idx):
     c = check_run(r, h, transport, tx=2, rx=12, seed=53)
     # the host's sleeps may bunch a few frames together; most stand alone
     assert c["irqs"] >= 6, r
+
+
+EARLY_RX_BUG = (
+    "lkvm bug: receive buffers posted (and kicked) before DRIVER_OK, as "
+    "virtio 3.1.1 step 7 allows, are never used: the kick is dropped while "
+    "the queue is not live, and DRIVER_OK starts the queues without looking "
+    "at the RX ring or watching the tap (only net_queue_kick does), so no "
+    "frame arrives until the driver kicks again, which with a full ring it "
+    "never does (QEMU delivers them)")
+
+
+@needs_netns
+@pytest.mark.xfail(strict=True, reason=EARLY_RX_BUG)
+@pytest.mark.parametrize("event_idx", [0, 1], ids=["flags", "event_idx"])
+@pytest.mark.parametrize("transport", ["pci", "pci-legacy", "mmio"])
+def test_net_rx_posted_before_driver_ok(netns, tmp_path, transport,
+                                        event_idx):
+    """Receive buffers posted and kicked before DRIVER_OK: once the
+    driver is OK, frames from the tap must land in them."""
+    r, h = net_run(netns, tmp_path, transport, tx=2, rx=8, seed=61,
+                   early=1, irq=1, event_idx=event_idx)
+    assert "early: 16 receive buffers posted" in r.out, r
+    check_run(r, h, transport, tx=2, rx=8, seed=61)
 
 
 @needs_netns
