@@ -648,3 +648,20 @@ def test_net_tap_busy(netns):
     assert len(lines) == 1 and lines[0].startswith("lkvm: error:"), r
     assert "busy" in lines[0], r
     assert "hello from the guest kit" not in r.out, r
+
+
+@needs_netns
+def test_net_tap_down(netns, tmp_path):
+    """The tap left down: the kernel drops what lkvm writes, and lkvm
+    still completes every TX chain (nothing hangs, no error)."""
+    ip("tuntap", "add", "dev", TAP, "mode", "tap", "vnet_hdr", ns=netns)
+    r = lkvm_run(["-k", kit("net.elf"), "-n", f"mode=tap,tapif={TAP}", "-p",
+                  "transport=pci tx=40 rx=0 irq=1"],
+                 ns=netns, stats=tmp_path / "stats.json")
+    assert r.rc == 0, r
+    assert "PASS: net" in r.out, r
+    assert not r.err_lines(), r
+    c = guest_counts(r)
+    assert c["tx"] == c["tx_done"] == 40, c
+    st = json.loads(ip("-s", "-j", "link", "show", TAP, ns=netns).stdout)
+    assert st[0]["stats64"]["rx"]["dropped"] == 40, st
