@@ -142,11 +142,20 @@ int tap_open(struct tap *tap, const char *ifname)
 		goto fail;
 	}
 	snprintf(tap->ifname, sizeof(tap->ifname), "%s", ifr.ifr_name);
+	/* Probe, then hand over nothing until a driver says what it takes. */
+	tap->offloads = !tap_set_offloads(tap, TUN_F_CSUM | TUN_F_TSO4 |
+					       TUN_F_TSO6);
+	tap_set_offloads(tap, 0);
 	return 0;
 fail:
 	close(tap->fd);
 	tap->fd = -1;
 	return -1;
+}
+
+int tap_set_offloads(struct tap *tap, unsigned int tun_flags)
+{
+	return ioctl(tap->fd, TUNSETOFFLOAD, tun_flags) ? -errno : 0;
 }
 
 void tap_close(struct tap *tap)

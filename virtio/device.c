@@ -242,8 +242,11 @@ void virtio_set_status(struct virtio_device *vdev, uint8_t status)
 		 (old & VIRTIO_CONFIG_S_NEEDS_RESET);
 	__atomic_store_n(&vdev->status, status, __ATOMIC_SEQ_CST);
 	if ((status & VIRTIO_CONFIG_S_DRIVER_OK) &&
-	    !(old & VIRTIO_CONFIG_S_DRIVER_OK))
+	    !(old & VIRTIO_CONFIG_S_DRIVER_OK)) {
+		if (vdev->ops->driver_ok)
+			vdev->ops->driver_ok(vdev);
 		virtio_start_queues(vdev);
+	}
 	pthread_mutex_unlock(&vdev->lock);
 }
 

@@ -3,6 +3,9 @@
  * virtio-net over a tap. Queue 0 receives, queue 1 transmits; both are
  * served on the device's I/O thread, which also watches the tap.
  *
+ * Offloads (partial checksums, TSO both ways) follow what the driver
+ * negotiates, through the tap's own offload flags.
+ *
  * TX: every chain is [virtio-net header + frame], written to the tap as
  * it is (the tap speaks the same 12-byte header).
  * RX: a frame read from the tap is copied into as many receive buffers as
@@ -12,6 +15,7 @@
  * dropped), and the driver's next RX kick resumes delivery.
  */
 #include <errno.h>
+#include <linux/if_tun.h>
 #include <linux/virtio_ids.h>
 #include <linux/virtio_net.h>
 #include <string.h>
@@ -232,6 +236,32 @@ static void net_reset(struct virtio_device *vdev)
 	net_watch_tap(net, false);
 	net->pending_len = 0;
 	pthread_mutex_unlock(&q->lock);
+	tap_set_offloads(&net->tap, 0);
+}
+
+/*
+ * The tap may give us what the driver accepts: partially checksummed
+ * frames (GUEST_CSUM) and large TCP segments (GUEST_TSO4/6), which the
+ * header then describes; what the driver sends (CSUM, HOST_TSO) the tap
+ * takes in any case.
+ */
+static void net_driver_ok(struct virtio_device *vdev)
+{
+	struct virtio_net *net = vdev->priv;
+	unsigned int flags = 0;
+
+	if (!net->tap.offloads)
+		return;
+	if (virtio_has_feature(vdev, VIRTIO_NET_F_GUEST_CSUM)) {
+		flags |= TUN_F_CSUM;
+		if (virtio_has_feature(vdev, VIRTIO_NET_F_GUEST_TSO4))
+			flags |= TUN_F_TSO4;
+		if (virtio_has_feature(vdev, VIRTIO_NET_F_GUEST_TSO6))
+			flags |= TUN_F_TSO6;
+	}
+	if (tap_set_offloads(&net->tap, flags))
+		pr_warn("tap '%s': cannot set offloads %#x", net->tap.ifname,
+			flags);
 }
 
 static const struct virtio_device_ops net_ops = {
@@ -239,7 +269,23 @@ static const struct virtio_device_ops net_ops = {
 	.device_id = VIRTIO_ID_NET,
 	.queue_kick = net_queue_kick,
 	.reset = net_reset,
+	.driver_ok = net_driver_ok,
 };
+
+static uint64_t net_features(const struct virtio_net *net)
+{
+	uint64_t f = (1ULL << VIRTIO_NET_F_MAC) | (1ULL << VIRTIO_NET_F_STATUS) |
+		     (1ULL << VIRTIO_NET_F_MRG_RXBUF);
+
+	if (net->tap.offloads)
+		f |= (1ULL << VIRTIO_NET_F_CSUM) |
+		     (1ULL << VIRTIO_NET_F_GUEST_CSUM) |
+		     (1ULL << VIRTIO_NET_F_HOST_TSO4) |
+		     (1ULL << VIRTIO_NET_F_HOST_TSO6) |
+		     (1ULL << VIRTIO_NET_F_GUEST_TSO4) |
+		     (1ULL << VIRTIO_NET_F_GUEST_TSO6);
+	return f;
+}
 
 static int net_attach_transport(struct vm *vm, struct virtio_net *net,
 				enum virtio_transport transport)
@@ -274,9 +320,7 @@ struct virtio_net *virtio_net_create(struct vm *vm,
 		goto fail;
 	memcpy(net->config.mac, opts->net.mac, 6);
 	net->config.status = VIRTIO_NET_S_LINK_UP;
-	net->vdev.host_features |= (1ULL << VIRTIO_NET_F_MAC) |
-				   (1ULL << VIRTIO_NET_F_STATUS) |
-				   (1ULL << VIRTIO_NET_F_MRG_RXBUF);
+	net->vdev.host_features |= net_features(net);
 	net->vdev.config = (uint8_t *)&net->config;
 	/* Up to status: no multi-queue or MTU fields are offered. */
 	net->vdev.config_size = offsetof(struct virtio_net_config,

@@ -27,6 +27,7 @@ struct net_config {
 struct tap {
 	int fd;
 	char ifname[IFNAMSIZ];
+	bool offloads;			/* TUNSETOFFLOAD works: csum + TSO */
 };
 
 /* Parse "mode=tap,tapif=NAME,guest_mac=..." or "tap"/"none"; -1 + message. */
@@ -38,5 +39,7 @@ void net_default_mac(const char *vm_name, unsigned int index, uint8_t mac[6]);
 /* Attach to (or create) the tap; non-blocking, 12-byte vnet header. */
 int tap_open(struct tap *tap, const char *ifname);
 void tap_close(struct tap *tap);
+/* What the tap may hand us: TUN_F_* flags (partial csum, TSO). */
+int tap_set_offloads(struct tap *tap, unsigned int tun_flags);
 
 #endif

@@ -25,6 +25,15 @@ fact ping_summary "$(grep 'packets transmitted' /tmp/ping)"
 # 1400-byte ping exercises full-size frames.
 ping -c 3 -W 2 -s 1400 169.254.77.1 >/tmp/ping2 2>&1
 fact bigping_rc $?
+# TCP both ways through L1's busybox nc listeners (4 MiB each), md5 checked.
+yes lkvm-net-payload | head -c 4194304 | nc -w 10 169.254.77.1 5000
+fact send_rc $?
+# Frames as the guest's NIC sent them: bigger than an MTU means TSO.
+fact tx_bytes "$(cat /sys/class/net/eth0/statistics/tx_bytes)"
+fact tx_packets "$(cat /sys/class/net/eth0/statistics/tx_packets)"
+nc -w 10 169.254.77.1 5001 >/tmp/in.bin
+fact recv_md5 "$(md5sum </tmp/in.bin | cut -d' ' -f1)"
+fact recv_bytes "$(wc -c </tmp/in.bin)"
 dmesg | grep -c -i "virtio_net.*\(error\|fail\)" >/tmp/neterr
 fact net_errors "$(cat /tmp/neterr)"
 exit 0

@@ -81,6 +81,23 @@ def test_ping(l1, transport):
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
+def test_tcp_both_ways_with_offloads(l1, transport):
+    """4 MiB guest -> L1 and L1 -> guest over TCP, byte-exact (md5), and
+    the guest's segments reach the tap larger than an MTU (TSO on)."""
+    j = _job(l1, transport)
+    f = j.facts
+    ctx = "%s:\n%s" % (transport, j.tail())
+    assert f.get("send_rc") == "0", ctx
+    assert f.get("l1_rx_bytes") == str(4 << 20), ctx
+    assert f.get("l1_rx_md5") == f.get("payload_md5"), ctx
+    assert f.get("recv_bytes") == str(4 << 20), ctx
+    assert f.get("recv_md5") == f.get("payload_md5"), ctx
+    avg = int(f.get("tx_bytes") or 0) / max(int(f.get("tx_packets") or 1), 1)
+    assert avg > 1514, "%s: average frame %.0f bytes: no TSO\n%s" % (
+        transport, avg, j.tail())
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
 def test_queues_served_through_ioeventfd(l1, transport):
     j = _job(l1, transport)
     dev = [d for d in _stats(j)["devices"] if d["type"] == "virtio-net"]

@@ -68,6 +68,8 @@ struct virtio_device_ops {
 			       unsigned int len);
 	/* Optional: the driver reset the device. */
 	void (*reset)(struct virtio_device *vdev);
+	/* Optional: DRIVER_OK, features final; called under vdev->lock. */
+	void (*driver_ok)(struct virtio_device *vdev);
 };
 
 struct virtio_transport_ops {
