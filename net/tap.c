@@ -29,8 +29,13 @@ static int parse_mac(const char *s, uint8_t mac[6])
 		return -1;
 	for (i = 0; i < 6; i++)
 		mac[i] = b[i];
-	/* A multicast address cannot be a NIC's own. */
-	return (mac[0] & 1) ? -1 : 0;
+	/* A multicast or all-zero address cannot be a NIC's own. */
+	if (mac[0] & 1)
+		return -1;
+	for (i = 0; i < 6; i++)
+		if (mac[i])
+			return 0;
+	return -1;
 }
 
 static int net_parse_pair(const char *arg, const char *key, const char *val,
@@ -151,6 +156,11 @@ fail:
 	close(tap->fd);
 	tap->fd = -1;
 	return -1;
+}
+
+int tap_set_header_len(struct tap *tap, int len)
+{
+	return ioctl(tap->fd, TUNSETVNETHDRSZ, &len) ? -errno : 0;
 }
 
 int tap_set_offloads(struct tap *tap, unsigned int tun_flags)

@@ -123,6 +123,11 @@ static int virtio_queue_start(struct virtio_device *vdev,
 		return -1;
 	}
 	q->live = true;
+	/*
+	 * A driver may make buffers available, and kick, before DRIVER_OK
+	 * (virtio 3.1.1): serve whatever is already there.
+	 */
+	vdev->ops->queue_kick(vdev, q);
 	return 0;
 }
 

@@ -32,6 +32,7 @@
 #define NET_RXQ			0
 #define NET_TXQ			1
 #define NET_HDR_LEN		12	/* virtio_net_hdr_mrg_rxbuf */
+#define NET_HDR_LEN_LEGACY	10	/* virtio_net_hdr: legacy, no MRG_RXBUF */
 #define NET_MAX_FRAME		(65535 + NET_HDR_LEN)
 #define NET_MAX_RX_CHAINS	64
 #define PCI_CLASS_NETWORK	0x020000
@@ -49,6 +50,7 @@ struct virtio_net {
 	struct io_source tap_src;
 	bool tap_watched;
 	size_t pending_len;		/* a frame read but not delivered */
+	unsigned int hdr_len;		/* 12, or 10 for a legacy driver */
 	uint64_t rx_dropped;
 	uint64_t tx_dropped;
 	uint8_t pending[NET_MAX_FRAME];
@@ -89,11 +91,21 @@ static bool net_rx_deliver(struct virtio_net *net, struct virtio_queue *q)
 		uint32_t len = 0;
 		int ret = nr < NET_MAX_RX_CHAINS ? virtq_pop(&q->ring, &c) : 0;
 
-		if (ret <= 0 || (!mrg && c.in_len < net->pending_len)) {
-			virtq_unpop(&q->ring, nr + (ret > 0));
+		if (ret > 0 && !mrg && c.in_len < net->pending_len) {
+			/* No buffer of this driver can ever hold it: drop it. */
+			virtq_unpop(&q->ring, 1);
+			net->rx_dropped++;
+			return true;
+		}
+		if (ret <= 0) {
+			virtq_unpop(&q->ring, nr);
 			if (ret < 0)
 				virtio_device_broken(&net->vdev, q,
 						     virtq_error_name(q->ring.error));
+			if (nr == NET_MAX_RX_CHAINS) {
+				net->rx_dropped++;	/* too many buffers */
+				return true;
+			}
 			return false;
 		}
 		for (i = 0; i < c.nr_in && off < net->pending_len; i++) {
@@ -111,7 +123,8 @@ static bool net_rx_deliver(struct virtio_net *net, struct virtio_queue *q)
 		heads[nr] = c.head;
 		lens[nr++] = len;
 	}
-	if (nbufs_at[0] && nbufs_at[1]) {
+	/* With the 12-byte header num_buffers is always there (1 without MRG). */
+	if (net->hdr_len == NET_HDR_LEN && nbufs_at[0] && nbufs_at[1]) {
 		*nbufs_at[0] = nr & 0xff;
 		*nbufs_at[1] = nr >> 8;
 	}
@@ -131,7 +144,7 @@ static void net_rx(struct virtio_net *net, struct virtio_queue *q)
 			ssize_t n = read(net->tap.fd, net->pending,
 					 sizeof(net->pending));
 
-			if (n < NET_HDR_LEN) {
+			if (n < (ssize_t)net->hdr_len) {
 				if (n >= 0)
 					net->rx_dropped++;	/* runt */
 				if (n < 0 && errno == EINTR)
@@ -178,7 +191,7 @@ static void net_tx_one(struct virtio_net *net, const struct virtq_chain *c)
 	struct iovec iov[NET_QUEUE_SIZE];
 	unsigned int i;
 
-	if (c->nr_in || c->out_len < NET_HDR_LEN || c->nr_out > NET_QUEUE_SIZE) {
+	if (c->nr_in || c->out_len < net->hdr_len || c->nr_out > NET_QUEUE_SIZE) {
 		net->tx_dropped++;	/* not a frame the spec allows */
 		return;
 	}
@@ -250,6 +263,13 @@ static void net_driver_ok(struct virtio_device *vdev)
 	struct virtio_net *net = vdev->priv;
 	unsigned int flags = 0;
 
+	/* A legacy driver without MRG_RXBUF uses the 10-byte header. */
+	net->hdr_len = virtio_has_feature(vdev, VIRTIO_F_VERSION_1) ||
+		       virtio_has_feature(vdev, VIRTIO_NET_F_MRG_RXBUF) ?
+		       NET_HDR_LEN : NET_HDR_LEN_LEGACY;
+	if (tap_set_header_len(&net->tap, net->hdr_len))
+		pr_warn("tap '%s': cannot set a %u-byte header", net->tap.ifname,
+			net->hdr_len);
 	if (!net->tap.offloads)
 		return;
 	if (virtio_has_feature(vdev, VIRTIO_NET_F_GUEST_CSUM)) {
@@ -308,6 +328,7 @@ struct virtio_net *virtio_net_create(struct vm *vm,
 	if (!net)
 		return NULL;
 	net->tap.fd = -1;
+	net->hdr_len = NET_HDR_LEN;
 	if (tap_open(&net->tap, opts->net.tapif[0] ? opts->net.tapif : NULL))
 		return NULL;
 	net->tap_src = (struct io_source) {

@@ -39,6 +39,8 @@ void net_default_mac(const char *vm_name, unsigned int index, uint8_t mac[6]);
 /* Attach to (or create) the tap; non-blocking, 12-byte vnet header. */
 int tap_open(struct tap *tap, const char *ifname);
 void tap_close(struct tap *tap);
+/* The virtio-net header in front of each frame: 10 or 12 bytes. */
+int tap_set_header_len(struct tap *tap, int len);
 /* What the tap may hand us: TUN_F_* flags (partial csum, TSO). */
 int tap_set_offloads(struct tap *tap, unsigned int tun_flags);
 
