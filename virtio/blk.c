@@ -314,14 +314,8 @@ static int blk_attach_transport(struct vm *vm, struct virtio_blk *blk,
 		blk->vdev.transport_priv = opts->custom_transport_priv;
 		return 0;
 	}
-	switch (opts->transport) {
-	case VIRTIO_TRANSPORT_MMIO:
-		return virtio_mmio_create(vm, &blk->vdev);
-	case VIRTIO_TRANSPORT_PCI_LEGACY:
-		return virtio_pci_create(vm, &blk->vdev, true, PCI_CLASS_STORAGE_SCSI);
-	default:
-		return virtio_pci_create(vm, &blk->vdev, false, PCI_CLASS_STORAGE_SCSI);
-	}
+	return virtio_transport_attach(vm, &blk->vdev, opts->transport,
+				       PCI_CLASS_STORAGE_SCSI);
 }
 
 struct virtio_blk *virtio_blk_create(struct vm *vm,

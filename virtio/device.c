@@ -15,6 +15,7 @@
 
 #include "lkvm/util.h"
 #include "lkvm/virtio/device.h"
+#include "lkvm/virtio/transport.h"
 #include "lkvm/vm.h"
 
 #ifndef VIRTIO_F_VERSION_1
@@ -338,4 +339,17 @@ void virtio_device_broken(struct virtio_device *vdev, struct virtio_queue *q,
 		pr_debug("virtio-%s: queue %u: %s: device needs a reset",
 			 vdev->ops->name, q ? q->index : 0, why);
 	vdev->transport->signal_config(vdev);
+}
+
+int virtio_transport_attach(struct vm *vm, struct virtio_device *vdev,
+			    enum virtio_transport transport, uint32_t pci_class)
+{
+	switch (transport) {
+	case VIRTIO_TRANSPORT_MMIO:
+		return virtio_mmio_create(vm, vdev);
+	case VIRTIO_TRANSPORT_PCI_LEGACY:
+		return virtio_pci_create(vm, vdev, true, pci_class);
+	default:
+		return virtio_pci_create(vm, vdev, false, pci_class);
+	}
 }

@@ -307,19 +307,6 @@ static uint64_t net_features(const struct virtio_net *net)
 	return f;
 }
 
-static int net_attach_transport(struct vm *vm, struct virtio_net *net,
-				enum virtio_transport transport)
-{
-	switch (transport) {
-	case VIRTIO_TRANSPORT_MMIO:
-		return virtio_mmio_create(vm, &net->vdev);
-	case VIRTIO_TRANSPORT_PCI_LEGACY:
-		return virtio_pci_create(vm, &net->vdev, true, PCI_CLASS_NETWORK);
-	default:
-		return virtio_pci_create(vm, &net->vdev, false, PCI_CLASS_NETWORK);
-	}
-}
-
 struct virtio_net *virtio_net_create(struct vm *vm,
 				     const struct virtio_net_options *opts)
 {
@@ -346,7 +333,8 @@ struct virtio_net *virtio_net_create(struct vm *vm,
 	/* Up to status: no multi-queue or MTU fields are offered. */
 	net->vdev.config_size = offsetof(struct virtio_net_config,
 					 max_virtqueue_pairs);
-	if (net_attach_transport(vm, net, opts->transport) ||
+	if (virtio_transport_attach(vm, &net->vdev, opts->transport,
+				    PCI_CLASS_NETWORK) ||
 	    iothread_start(net->iothread))
 		goto fail;
 	return net;

@@ -18,6 +18,10 @@ enum virtio_transport {
 /* Put vdev on a virtio-mmio slot the firmware tables will announce. */
 int virtio_mmio_create(struct vm *vm, struct virtio_device *vdev);
 
+/* Put vdev on the chosen transport; pci_class is its PCI class code. */
+int virtio_transport_attach(struct vm *vm, struct virtio_device *vdev,
+			    enum virtio_transport transport, uint32_t pci_class);
+
 /* Put vdev on PCI bus 0: modern, or legacy (I/O BAR, INTx). */
 int virtio_pci_create(struct vm *vm, struct virtio_device *vdev, bool legacy,
 		      uint32_t class_code);
