@@ -56,13 +56,14 @@ static void vcpus_find_coalesced_ring(struct vm *vm)
 		return;
 	vm->coalesced_ring = (void *)((uint8_t *)vm->vcpus[0].run +
 				      page * page_size);
+	vm->coalesced_max = (page_size - sizeof(*vm->coalesced_ring)) /
+			    sizeof(vm->coalesced_ring->coalesced_mmio[0]);
 }
 
 static void vcpu_drain_coalesced(struct vm *vm)
 {
 	struct kvm_coalesced_mmio_ring *ring = vm->coalesced_ring;
-	unsigned int max = (sysconf(_SC_PAGESIZE) - sizeof(*ring)) /
-			   sizeof(ring->coalesced_mmio[0]);
+	unsigned int max = vm->coalesced_max;	/* fixed: this runs on every exit */
 
 	if (!ring || __atomic_load_n(&ring->first, __ATOMIC_RELAXED) ==
 		     __atomic_load_n(&ring->last, __ATOMIC_ACQUIRE))

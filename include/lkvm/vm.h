@@ -127,6 +127,7 @@ struct vm {
 	 * before it handles any exit, so devices see every access in order.
 	 */
 	struct kvm_coalesced_mmio_ring *coalesced_ring;
+	unsigned int coalesced_max;	/* entries in the ring's page */
 	pthread_mutex_t coalesced_lock;
 
 	/* Filled while devices are created, before the tables are built. */
