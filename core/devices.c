@@ -41,6 +41,8 @@ static int devices_create_nics(struct vm *vm, struct vm_devices *d)
 
 		if (cfg->nics[i].mode == NET_MODE_NONE)
 			continue;
+		/* A queue pair per vCPU, up to what the user asked for. */
+		opts.net.queues = MIN(opts.net.queues, cfg->nr_cpus);
 		d->net[d->nr_net] = virtio_net_create(vm, &opts);
 		if (!d->net[d->nr_net])
 			return -1;

@@ -50,6 +50,9 @@ struct virtio_queue {
 	struct virtq ring;
 	int kick_fd;
 	struct io_source kick;
+	/* Serves the kicks: the device's, unless the device gives each
+	 * queue (pair) its own. Set before the driver can start the queue. */
+	struct iothread *iothread;
 
 	/* Counters, read at exit. */
 	uint64_t kicks_eventfd;		/* notifies that never left the kernel */
