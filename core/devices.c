@@ -144,6 +144,10 @@ static void write_device_stats(FILE *f, struct vm *vm, const char *type,
 		vdev->driver_seen ? "true" : "false", vdev->status,
 		vdev->times_broken);
 	write_queue_stats(f, vdev);
+	if (vdev->ops->write_stats) {
+		fprintf(f, ",");
+		vdev->ops->write_stats((struct virtio_device *)vdev, f);
+	}
 	fprintf(f, "}");
 }
 

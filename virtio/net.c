@@ -392,6 +392,28 @@ static void net_config_written(struct virtio_device *vdev, unsigned int offset,
 		net_filter_set_mac(&net->filter, net->config.mac);
 }
 
+/* Read at exit, once the I/O threads are stopped. */
+static void net_write_stats(struct virtio_device *vdev, FILE *f)
+{
+	struct virtio_net *net = vdev->priv;
+	uint64_t rx_dropped = 0, rx_filtered = 0, tx_dropped = 0;
+	unsigned int i;
+
+	for (i = 0; i < net->nr_pairs; i++) {
+		rx_dropped += net->pairs[i]->rx_dropped;
+		rx_filtered += net->pairs[i]->rx_filtered;
+		tx_dropped += net->pairs[i]->tx_dropped;
+	}
+	fprintf(f, "\"backend\":\"%s\",\"queue_pairs\":%u,"
+		"\"active_pairs\":%u,\"rx_dropped\":%llu,"
+		"\"rx_filtered\":%llu,\"tx_dropped\":%llu",
+		net->backend.name, net->nr_pairs,
+		__atomic_load_n(&net->active_pairs, __ATOMIC_RELAXED),
+		(unsigned long long)rx_dropped,
+		(unsigned long long)rx_filtered,
+		(unsigned long long)tx_dropped);
+}
+
 static const struct virtio_device_ops net_ops = {
 	.name = "net",
 	.device_id = VIRTIO_ID_NET,
@@ -399,6 +421,7 @@ static const struct virtio_device_ops net_ops = {
 	.reset = net_reset,
 	.driver_ok = net_driver_ok,
 	.config_written = net_config_written,
+	.write_stats = net_write_stats,
 };
 
 static uint64_t net_features(const struct virtio_net *net)
@@ -538,7 +561,6 @@ struct virtio_net *virtio_net_create(struct vm *vm,
 	return net;
 fail:
 	net_destroy_pairs(net);
-	net->nr_pairs = 0;
 	net_backend_close(&net->backend);
 	return NULL;
 }
@@ -547,14 +569,14 @@ void virtio_net_destroy(struct virtio_net *net)
 {
 	unsigned int i;
 
-	if (!net || !net->nr_pairs)
-		return;	/* never made, or already stopped */
+	if (!net || net->stopped)
+		return;
 	for (i = 0; i < net->nr_pairs; i++)
 		iothread_stop(net->pairs[i]->iothread);
 	virtio_device_stop(&net->vdev);
 	net_destroy_pairs(net);
-	net->nr_pairs = 0;
 	net_backend_close(&net->backend);
+	net->stopped = true;	/* the counters stay for --stats */
 }
 
 struct virtio_device *virtio_net_device(struct virtio_net *net)

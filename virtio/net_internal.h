@@ -70,6 +70,7 @@ struct virtio_net {
 	unsigned int hdr_len;		/* 12, or 10 for a legacy driver */
 	struct net_rx_filter filter;
 	struct net_queue_pair *pairs[NET_MAX_QUEUE_PAIRS];
+	bool stopped;			/* main thread, at exit */
 };
 
 /* The control queue: one command per chain, ack in the last byte. */

@@ -17,6 +17,7 @@
 #define VIRTIO_RING_NO_LEGACY	/* its struct virtq is not ours */
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "lkvm/iothread.h"
@@ -73,6 +74,8 @@ struct virtio_device_ops {
 	void (*reset)(struct virtio_device *vdev);
 	/* Optional: DRIVER_OK, features final; called under vdev->lock. */
 	void (*driver_ok)(struct virtio_device *vdev);
+	/* Optional: the device's own --stats fields, "key":value,... */
+	void (*write_stats)(struct virtio_device *vdev, FILE *f);
 };
 
 struct virtio_transport_ops {
