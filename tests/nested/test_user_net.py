@@ -7,8 +7,8 @@ libraries ldd names (with util-linux's setpriv), not lkvm.static. In L1
 (tests/nested/user-net-job.sh) lkvm runs as uid/gid 1000, allowed
 /dev/kvm through its group and nothing else. The guest
 (tests/nested/user-net-check.sh) gets its address from slirp's DHCP,
-pings the gateway alias, downloads 4 MiB from an httpd on L1's loopback
-through 10.0.2.2, and serves 4 MiB that L1 fetches through
+pings the gateway alias, downloads 2 MiB from an httpd on L1's loopback
+through 10.0.2.2, and serves 2 MiB that L1 fetches through
 hostfwd=tcp::8080-:80; a second rule with an explicit guest address
 (127.0.0.1:2323-10.0.2.15:23) carries L1's "go" that ends the guest.
 Nothing leaves L1, which has no network but its loopback.
@@ -103,7 +103,7 @@ def test_gateway_reaches_l1_loopback(job):
     f = job.facts
     assert f.get("ping_rc") == "0", _ctx(job)
     assert f.get("fetch_rc") == "0", _ctx(job)
-    assert f.get("fetch_bytes") == str(4 << 20), _ctx(job)
+    assert f.get("fetch_bytes") == str(2 << 20), _ctx(job)
     assert f.get("fetch_md5") == f.get("l1_blob_md5"), _ctx(job)
 
 
@@ -111,7 +111,7 @@ def test_hostfwd_reaches_guest(job):
     f = job.facts
     assert f.get("fwd_ready") == "ready", _ctx(job)
     assert f.get("fwd_rc") == "0", _ctx(job)
-    assert f.get("fwd_bytes") == str(4 << 20), _ctx(job)
+    assert f.get("fwd_bytes") == str(2 << 20), _ctx(job)
     assert f.get("fwd_md5") == f.get("guest_blob_md5"), _ctx(job)
     # The rule with the explicit guest address: L1's word arrived.
     assert f.get("go_rc") == "0", _ctx(job)

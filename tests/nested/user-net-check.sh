@@ -47,11 +47,11 @@ cat /tmp/dhcp-facts 2>/dev/null
 fact t_dhcp "$(up)"
 fact addr "$(ip -4 -o addr show dev eth0 | awk '{ print $4 }')"
 
-# Servers for L1's hostfwd clients: a 4 MiB file over HTTP on port 80, and
+# Servers for L1's hostfwd clients: a 2 MiB file over HTTP on port 80, and
 # a listener on port 23 that L1 tells when it is done (its stdin is a FIFO
 # held open: at EOF busybox nc would half-close before L1 has written).
 mkdir -p /www
-yes lkvm-guest-payload | head -c 4194304 >/www/blob
+yes lkvm-guest-payload | head -c 2097152 >/www/blob
 fact guest_blob_md5 "$(md5sum </www/blob | cut -d' ' -f1)"
 echo ready >/www/ready
 httpd -f -p 80 -h /www &

@@ -11,7 +11,7 @@ ip link set lo up
 chgrp 1000 /dev/kvm
 chmod 0660 /dev/kvm
 mkdir -p /srv
-yes lkvm-l1-payload | head -c 4194304 >/srv/blob
+yes lkvm-l1-payload | head -c 2097152 >/srv/blob
 fact l1_blob_md5 "$(md5sum </srv/blob | cut -d' ' -f1)"
 httpd -f -p 127.0.0.1:8000 -h /srv &
 httpd_pid=$!
