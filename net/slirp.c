@@ -587,6 +587,7 @@ int slirp_backend_open(struct net_backend *be, const struct net_config *cfg)
 			goto fail;
 	if (slirp_start_thread(sn))
 		goto fail;
+	pr_info("user net: guest 10.0.2.15 by DHCP, host 10.0.2.2, DNS 10.0.2.3");
 	be->ops = &slirp_ops;
 	be->fds[0] = sn->dev_fd;
 	be->nr_queues = 1;
