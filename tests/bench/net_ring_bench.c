@@ -110,12 +110,10 @@ static const struct mode modes[] = {
 struct flow {
 	const struct mode *m;
 	int pkt_fd;
-	int wake_fd;
 	uint8_t frame[10 + MAX_FRAME];	/* virtio_net_hdr (10 bytes) + frame */
 	size_t frame_len;		/* without the header */
 	_Atomic uint64_t injected;
 	_Atomic uint64_t consumed;
-	_Atomic bool waiting;
 	_Atomic bool stop;
 	double cpu_s;			/* the injector's own CPU time */
 };
@@ -403,8 +401,7 @@ static int injector_open(struct flow *fl, int ifindex, const uint8_t tap_mac[6])
 
 	/* Protocol 0: a sender only, never handed any frame of the tap. */
 	fl->pkt_fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
-	fl->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (fl->pkt_fd < 0 || fl->wake_fd < 0 ||
+	if (fl->pkt_fd < 0 ||
 	    setsockopt(fl->pkt_fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) ||
 	    setsockopt(fl->pkt_fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one,
 		       sizeof(one)) ||
@@ -437,21 +434,21 @@ static int inject_batch(struct flow *fl, unsigned int n)
 	return ret;
 }
 
-/* Called by the reader after it counted frames: wake a waiting injector. */
+/*
+ * Called by the reader after it counted frames. The injector polls this
+ * count rather than being woken, so that the reader (lkvm's driver, or the
+ * tap reader) pays the same for flow control either way: one atomic add.
+ */
 static void flow_consumed(struct flow *fl, unsigned int n)
 {
-	uint64_t c = atomic_fetch_add(&fl->consumed, n) + n;
-
-	if (atomic_load(&fl->waiting) &&
-	    atomic_load(&fl->injected) - c <= fl->m->window / 2 &&
-	    atomic_exchange(&fl->waiting, false))
-		efd_signal(fl->wake_fd);
+	atomic_fetch_add(&fl->consumed, n);
 }
 
 static void *injector_thread(void *opaque)
 {
 	struct flow *fl = opaque;
-	unsigned int w = fl->m->window;
+	unsigned int w = fl->m->window, idle = 0;
+	struct timespec nap = { 0, 20000 };
 	struct tap_stats st0, st;
 
 	tap_read_stats(TAP_NAME, &st0);
@@ -461,28 +458,23 @@ static void *injector_thread(void *opaque)
 		int n;
 
 		if (out >= w) {
-			struct pollfd p = { .fd = fl->wake_fd, .events = POLLIN };
-			uint64_t v;
-
-			atomic_store(&fl->waiting, true);
-			if (atomic_load(&fl->injected) - atomic_load(&fl->consumed) >
-			    w / 2 && !poll(&p, 1, WAIT_MS)) {
-				/*
-				 * Nothing read for a while: frames the tap
-				 * dropped would hold the window forever.
-				 */
-				if (!tap_read_stats(TAP_NAME, &st) &&
-				    st.tx_dropped > st0.tx_dropped) {
-					atomic_fetch_sub(&fl->injected,
-							 st.tx_dropped - st0.tx_dropped);
-					st0 = st;
-				}
+			nanosleep(&nap, NULL);
+			/*
+			 * Nothing read for ~100 ms: frames the tap dropped
+			 * would hold the window forever; forget them.
+			 */
+			if (++idle < 5000)
+				continue;
+			idle = 0;
+			if (!tap_read_stats(TAP_NAME, &st) &&
+			    st.tx_dropped > st0.tx_dropped) {
+				atomic_fetch_sub(&fl->injected,
+						 st.tx_dropped - st0.tx_dropped);
+				st0 = st;
 			}
-			if (read(fl->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				perror("read wake");
-			atomic_store(&fl->waiting, false);
 			continue;
 		}
+		idle = 0;
 		n = inject_batch(fl, MIN((uint64_t)INJECT_BATCH, w - out));
 		if (n < 0)
 			break;
@@ -717,7 +709,10 @@ static void lkvm_rx(struct bench *b, struct flow *fl, double seconds,
 	r->secs = now_s(CLOCK_MONOTONIC) - t0;
 }
 
-/* The I/O thread's CPU time so far, by its name, from /proc. */
+/*
+ * The I/O thread's CPU time so far, from /proc: the first thread whose name
+ * starts with `name` (one queue pair, one I/O thread).
+ */
 static double thread_cpu_s(const char *name)
 {
 	DIR *d = opendir("/proc/self/task");
@@ -737,7 +732,7 @@ static double thread_cpu_s(const char *name)
 			comm[0] = 0;
 		fclose(f);
 		comm[strcspn(comm, "\n")] = 0;
-		if (strcmp(comm, name))
+		if (strncmp(comm, name, strlen(name)))
 			continue;
 		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat",
 			 de->d_name);
@@ -767,7 +762,6 @@ static int start_injector(struct flow *fl, pthread_t *th, int ifindex,
 static void stop_injector(struct flow *fl, pthread_t th)
 {
 	atomic_store(&fl->stop, true);
-	efd_signal(fl->wake_fd);
 	pthread_join(th, NULL);
 }
 
@@ -776,7 +770,7 @@ static int run_lkvm(const struct mode *m, double seconds, struct flow *fl,
 {
 	struct vm_config cfg = { .nr_cpus = 1 };
 	struct virtio_net_options opts = {
-		.net = { .mode = NET_MODE_TAP, .tapif = TAP_NAME },
+		.net = { .mode = NET_MODE_TAP, .tapif = TAP_NAME, .queues = 1 },
 		.transport = VIRTIO_TRANSPORT_MMIO,
 		.use_ioeventfd = true,
 	};
@@ -882,7 +876,7 @@ static int run_tap(const struct mode *m, double seconds, struct flow *fl,
 			if (errno == EAGAIN && m->rx) {
 				struct pollfd p = { .fd = fd, .events = POLLIN };
 
-				/* the injector waits for these before sending more */
+				/* the injector waits for these to send more */
 				flow_consumed(fl, frames);
 				r->frames += frames;
 				frames = 0;
