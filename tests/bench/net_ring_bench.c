@@ -45,10 +45,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/ethtool.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <linux/if_tun.h>
 #include <linux/kvm.h>
+#include <linux/sockios.h>
 #include <linux/virtio_net.h>
 #include <net/if.h>
 #include <poll.h>
@@ -240,12 +242,21 @@ fail:
 	return -1;
 }
 
-static bool tap_running(const char *name)
+/*
+ * Something reads the tap, and (for 64 KiB frames) it has TSO on: until
+ * the guest's driver negotiated GUEST_TSO4 the kernel would cut the frames
+ * up, or drop them.
+ */
+static bool tap_ready(const char *name, bool tso)
 {
+	struct ethtool_value ev = { .cmd = ETHTOOL_GTSO };
 	struct ifreq ifr = { 0 };
 
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-	return !if_ioctl(SIOCGIFFLAGS, &ifr) && (ifr.ifr_flags & IFF_RUNNING);
+	if (if_ioctl(SIOCGIFFLAGS, &ifr) || !(ifr.ifr_flags & IFF_RUNNING))
+		return false;
+	ifr.ifr_data = (void *)&ev;
+	return !tso || (!if_ioctl(SIOCETHTOOL, &ifr) && ev.data);
 }
 
 /* The tap's counters from /proc/net/dev (this namespace's). */
@@ -429,6 +440,8 @@ static int inject_batch(struct flow *fl, unsigned int n)
 	do {
 		ret = sendmmsg(fl->pkt_fd, msgs, n, 0);
 	} while (ret < 0 && errno == EINTR);
+	if (ret < 0 && errno == ENOBUFS)
+		return 0;	/* the tap dropped one: the caller sends again */
 	if (ret < 0)
 		perror("sendmmsg");
 	return ret;
@@ -916,9 +929,9 @@ static int run_inject(const struct mode *m, const char *tap, double seconds,
 		return 1;
 	fl->m = m;
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", tap);
-	while (!tap_running(tap)) {
+	while (!tap_ready(tap, m->big)) {
 		if (now_s(CLOCK_MONOTONIC) - t0 > seconds) {
-			fprintf(stderr, "%s: nothing attached\n", tap);
+			fprintf(stderr, "%s: nothing attached, or no TSO\n", tap);
 			return 1;
 		}
 		usleep(1000);
