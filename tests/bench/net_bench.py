@@ -48,7 +48,7 @@ GUEST = ROOT / "guest" / "kit" / "netbench.elf"
 ROUNDS = int(os.environ.get("LKVM_BENCH_NET_ROUNDS", "3"))
 SECONDS = float(os.environ.get("LKVM_BENCH_NET_SECONDS", "2"))
 FRAMES = int(os.environ.get("LKVM_BENCH_FRAMES", "20000"))
-MODES = ["tx64", "tx64k", "rx64", "rx64k"]
+MODES = os.environ.get("LKVM_BENCH_NET_MODES", "tx64 tx64k rx64 rx64k").split()
 TAP = "lkvmnb0"
 RUN_TIMEOUT = 120
 
@@ -77,21 +77,28 @@ def ip(*args, ns=None):
 
 
 def make_netns():
-    """A namespace with a persistent tap for lkvm to attach to: the same
-    addresses as net_ring_bench's, no IPv6, no forwarding."""
+    """A namespace for the guest runs: no IPv6, no forwarding."""
     ns = f"lkvm-netbench-{os.getpid()}"
     ip("ip", "netns", "add", ns)
     try:
         ip("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
            "net.ipv6.conf.default.disable_ipv6=1", "net.ipv4.ip_forward=0",
            ns=ns)
-        ip("ip", "tuntap", "add", "dev", TAP, "mode", "tap", "vnet_hdr", ns=ns)
-        ip("ip", "addr", "add", "10.0.0.1/24", "dev", TAP, ns=ns)
-        ip("ip", "link", "set", TAP, "up", ns=ns)
     except subprocess.CalledProcessError:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         raise
     return ns
+
+
+def make_tap(ns):
+    """A fresh persistent tap for each run, addressed as net_ring_bench's:
+    a tap keeps the offloads the last driver chose, and the injector must
+    not see TSO on before this run's driver has asked for it."""
+    subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "del", TAP],
+                   capture_output=True, timeout=20)
+    ip("ip", "tuntap", "add", "dev", TAP, "mode", "tap", "vnet_hdr", ns=ns)
+    ip("ip", "addr", "add", "10.0.0.1/24", "dev", TAP, ns=ns)
+    ip("ip", "link", "set", TAP, "up", ns=ns)
 
 
 def tap_mac(ns):
@@ -105,6 +112,7 @@ def guest(binary, ns, mode, stats):
     # 64 KiB frames cost the guest 16 buffers each on RX: a tenth as many.
     frames = FRAMES // 10 if mode.endswith("64k") else FRAMES
     params = f"transport=pci mode={mode} frames={frames}"
+    make_tap(ns)
     if mode.startswith("tx"):
         params += f" dst={tap_mac(ns)}"
     inj = None
@@ -134,12 +142,13 @@ def guest(binary, ns, mode, stats):
     sampler.join()
     for t in readers:
         t.join()
+    inj_out = ""
     if inj:
         try:
-            inj.wait(timeout=RUN_TIMEOUT)
+            inj_out = "".join(inj.communicate(timeout=RUN_TIMEOUT))
         except subprocess.TimeoutExpired:
             inj.kill()
-            inj.wait()
+            inj_out = "".join(inj.communicate())
     out = out_b[0].decode(errors="replace")
     err = err_b[0].decode(errors="replace")
     line = next((x for x in out.splitlines() if x.startswith("netbench:")),
@@ -147,7 +156,9 @@ def guest(binary, ns, mode, stats):
     words = line.replace(",", "").split()
     if os.waitstatus_to_exitcode(status) or len(words) < 10 or \
             int(words[9]):
-        sys.exit(f"{' '.join(cmd)} failed:\n{out}{err}")
+        sys.exit(f"{' '.join(cmd)} failed "
+                 f"({os.waitstatus_to_exitcode(status)}):\n{out}{err}"
+                 f"{inj_out}")
     done, us, kicks = int(words[1]), int(words[5]), int(words[7])
     with open(stats) as f:
         st = json.load(f)
