@@ -361,6 +361,18 @@ static void net_init_config(struct virtio_net *net, const uint8_t *mac)
 	net_filter_reset(&net->filter, mac);
 }
 
+static int net_attach_transport(struct vm *vm, struct virtio_net *net,
+				const struct virtio_net_options *opts)
+{
+	if (opts->custom_transport) {
+		net->vdev.transport = opts->custom_transport;
+		net->vdev.transport_priv = opts->custom_transport_priv;
+		return 0;
+	}
+	return virtio_transport_attach(vm, &net->vdev, opts->transport,
+				       PCI_CLASS_NETWORK);
+}
+
 struct virtio_net *virtio_net_create(struct vm *vm,
 				     const struct virtio_net_options *opts)
 {
@@ -383,9 +395,7 @@ struct virtio_net *virtio_net_create(struct vm *vm,
 		goto fail;
 	net_bind_queues(net);
 	net_init_config(net, opts->net.mac);
-	if (virtio_transport_attach(vm, &net->vdev, opts->transport,
-				    PCI_CLASS_NETWORK) ||
-	    net_start_pairs(net))
+	if (net_attach_transport(vm, net, opts) || net_start_pairs(net))
 		goto fail;
 	return net;
 fail:

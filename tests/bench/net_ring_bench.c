@@ -796,12 +796,10 @@ static int run_lkvm(const struct mode *m, double seconds, struct flow *fl,
 	int ifindex;
 
 	memcpy(opts.net.mac, guest_mac, 6);
-	/*
-	 * A real (vCPU-less) VM: the transport lkvm attaches the device to
-	 * wants an irqchip for its irqfd. Nothing reaches that transport: the
-	 * bench's own replaces it before any queue starts.
-	 */
-	if (vm_create(&vm, &cfg) || ioctl(vm.vm_fd, KVM_CREATE_IRQCHIP, 0)) {
+	opts.custom_transport = &bench_transport;
+	opts.custom_transport_priv = &b;
+	/* A real VM without vCPUs: the device only needs its memory map. */
+	if (vm_create(&vm, &cfg)) {
 		fprintf(stderr, "cannot create a VM for the device\n");
 		return -1;
 	}
@@ -815,8 +813,6 @@ static int run_lkvm(const struct mode *m, double seconds, struct flow *fl,
 	if (!net || tap_configure(TAP_NAME, tap_mac, &ifindex))
 		return -1;
 	b.vdev = virtio_net_device(net);
-	b.vdev->transport = &bench_transport;
-	b.vdev->transport_priv = &b;
 	/* TX frames: to the tap's MAC, for a peer the stack will not route. */
 	b.frame_len = build_frame(b.mem + FRAME_OFF, HDR_LEN, m->big, tap_mac,
 				  guest_mac, 0x0a000002, 0x0a000003);
