@@ -69,6 +69,14 @@ pytestmark = [
 assert netns  # the fixture, used by name below
 
 
+def lkvm_binaries():
+    """lkvm, and its ASan/UBSan build when there is one."""
+    yield pytest.param(LKVM, id="lkvm")
+    yield pytest.param(SANITIZE_LKVM, id="sanitize", marks=pytest.mark.skipif(
+        not os.access(SANITIZE_LKVM, os.X_OK),
+        reason="no build/sanitize/lkvm (make SANITIZE=1)"))
+
+
 class CtrlHelper(Helper):
     """netctrl_helper.py in the namespace, bound to the tap before lkvm."""
 
@@ -175,9 +183,10 @@ FILTER_PHASES = 16
 FILTERED = 41       # frames the 16 phases of case_filter() must filter
 
 
+@pytest.mark.parametrize("lkvm", lkvm_binaries())
 @pytest.mark.parametrize("transport", ["pci", "pci-legacy", "mmio"])
-def test_ctrl_filter(netns, tmp_path, transport):
-    r, h = run_netctrl(netns, tmp_path, "filter", transport)
+def test_ctrl_filter(netns, tmp_path, transport, lkvm):
+    r, h = run_netctrl(netns, tmp_path, "filter", transport, lkvm=lkvm)
     c = counts(r)
     check_clean(r, h, c)
     phases = re.findall(r"^phase \d+ \(", r.out, re.M)
@@ -230,15 +239,16 @@ def test_ctrl_features(netns, tmp_path):
 MQ_TX_FLOWS = [0, 1, 2, 3] * 4      # tx_flows() twice
 
 
+@pytest.mark.parametrize("lkvm", lkvm_binaries())
 @pytest.mark.parametrize("transport", ["pci", "mmio"])
-def test_mq(netns, tmp_path, transport):
+def test_mq(netns, tmp_path, transport, lkvm):
     """Two vCPUs, queues=2 on a multi-queue tap: the guest takes MQ,
     reads max_virtqueue_pairs 2, finds the control queue at 4, sees one
     pair in use until VQ_PAIRS_SET 2, sends on both transmit queues and
     gets flows back on the queue that sent them (the tap's flow table);
     VQ_PAIRS_SET 1 brings everything to receiveq0, 2 spreads it again."""
     r, h = run_netctrl(netns, tmp_path, "mq", transport, cpus=2, queues=2,
-                       tap="multi", pairs=2)
+                       tap="multi", lkvm=lkvm, pairs=2)
     c = counts(r)
     check_clean(r, h, c)
     assert "max_virtqueue_pairs 2, 2 pairs set up, controlq 4" in r.out, r
@@ -326,21 +336,29 @@ HOSTILE = {
     "h_tx_hdr_writable": TX_DROP,
     "h_rx_small_mrg": {},
     "h_rx_tiny": {"rx_dropped": 2},
-    "h_rx_readonly": None,
+    "h_rx_readonly": pytest.param(RESET, marks=pytest.mark.xfail(
+        strict=True, reason=(
+            "lkvm bug: a receive chain without a device-writable byte is "
+            "popped and put back (MRG_RXBUF) or makes every frame a drop "
+            "(without): receiving stalls behind it, silently, instead of "
+            "NEEDS_RESET"))),
     "h_ctrl_readable_ack": {},
 }
 
 
-def lkvm_binaries():
-    yield pytest.param(LKVM, id="lkvm")
-    yield pytest.param(SANITIZE_LKVM, id="sanitize", marks=pytest.mark.skipif(
-        not os.access(SANITIZE_LKVM, os.X_OK),
-        reason="no build/sanitize/lkvm (make SANITIZE=1)"))
+def hostile_params():
+    for case, want in HOSTILE.items():
+        if isinstance(want, type(pytest.param(0))):
+            yield pytest.param(case, want.values[0], marks=want.marks, id=case)
+        else:
+            yield pytest.param(case, want, id=case)
 
 
 @pytest.mark.parametrize("lkvm", lkvm_binaries())
-@pytest.mark.parametrize("case", list(HOSTILE))
-def test_net_hostile(netns, tmp_path, case, lkvm):
+@pytest.mark.parametrize("case,expect", hostile_params())
+def test_net_hostile(netns, tmp_path, case, expect, lkvm):
+    """One broken chain (netctrl.c's case h_*), then a reset, a command,
+    and traffic both ways."""
     r, h = run_netctrl(netns, tmp_path, case, lkvm=lkvm)
     assert f"case {case} " in r.out, r
     assert "recovered: traffic after reset ok" in r.out, r
@@ -352,14 +370,14 @@ def test_net_hostile(netns, tmp_path, case, lkvm):
     dev = net_dev(r)
     assert not dev["status"] & NEEDS_RESET, dev
     want = {"times_broken": 0, "tx_dropped": 0, "rx_dropped": 0}
-    if HOSTILE[case] is None:
+    if expect is None:
         # either answer is fine (see netctrl.c); then it is counted
         broken = "NEEDS_RESET" in r.out
         want["times_broken"] = int(broken)
         if not broken and case.startswith("h_tx"):
             want["tx_dropped"] = 1
     else:
-        want.update(HOSTILE[case])
+        want.update(expect)
     got = {k: dev[k] for k in want}
     assert got == want, (got, want, r)
     # the recovery's filter phase: one frame filtered
