@@ -466,7 +466,7 @@ static int net_create_pairs(struct virtio_net *net, struct vm *vm)
 
 	for (i = 0; i < net->nr_pairs; i++) {
 		struct net_queue_pair *p = vm_zalloc(vm, sizeof(*p));
-		char name[16];
+		char name[24];
 
 		if (!p)
 			return -1;
