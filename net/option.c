@@ -3,7 +3,8 @@
  * The -n option, kvmtool's spelling:
  *   -n mode=tap|user|none[,tapif=NAME][,guest_mac=MAC][,queues=N]
  *      [,script=PATH][,hostfwd=tcp:[HOSTADDR]:PORT-[GUESTADDR]:PORT]...
- * and the short forms "tap", "user" and "none".
+ * and the short forms "tap", "user" and "none", which may also lead the
+ * settings ("user,hostfwd=...").
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -175,6 +176,9 @@ int net_parse_option(const char *arg, struct net_config *cfg)
 	     item = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(item, '=');
 
+		/* "user,hostfwd=..." as QEMU spells it: the mode first. */
+		if (!eq && item == buf && !parse_mode(item, &cfg->mode))
+			continue;
 		if (!eq) {
 			pr_err("-n '%s': expected key=value, got '%s'", arg, item);
 			return -1;

@@ -11,12 +11,8 @@
  *
  * TX: every chain is [virtio-net header + frame], written to the backend
  * as it is (the tap speaks the same header).
- * RX: a frame read from the backend is copied into as many receive
- * buffers as it needs (MRG_RXBUF; num_buffers in the first header says
- * how many). When the driver has posted too few, the frame waits in
- * `pending`, the backend is no longer watched (frames queue up in the
- * kernel, nothing is dropped), and the driver's next RX kick resumes
- * delivery.
+ * RX (net_rx.c): frames go from the backend straight into the driver's
+ * receive buffers; when there are none, the backend waits, not the frame.
  */
 #include <errno.h>
 #include <linux/if_tun.h>
@@ -34,7 +30,6 @@
 
 #define NET_QUEUE_SIZE		256
 #define NET_HDR_LEN_LEGACY	10	/* virtio_net_hdr: legacy, no MRG_RXBUF */
-#define NET_MAX_RX_CHAINS	64
 #define PCI_CLASS_NETWORK	0x020000
 
 enum net_queue_role { NET_QUEUE_RX, NET_QUEUE_TX, NET_QUEUE_CTRL,
@@ -56,173 +51,6 @@ static enum net_queue_role net_queue_role(struct virtio_net *net,
 	    virtio_has_feature(&net->vdev, VIRTIO_NET_F_CTRL_VQ))
 		return NET_QUEUE_CTRL;
 	return NET_QUEUE_UNUSED;
-}
-
-static struct virtio_queue *pair_rxq(struct net_queue_pair *p)
-{
-	return &p->net->vdev.queues[2 * p->index];
-}
-
-/* Caller holds the pair's RX queue lock. */
-static void net_watch_backend(struct net_queue_pair *p, bool watch)
-{
-	if (watch == p->backend_watched)
-		return;
-	if (watch)
-		watch = !iothread_add(p->iothread, &p->backend_src, EPOLLIN);
-	else
-		iothread_del(p->iothread, &p->backend_src);
-	p->backend_watched = watch;
-}
-
-/* Copy one received frame into the chain; note where num_buffers went. */
-static size_t net_rx_fill(struct net_queue_pair *p, const struct virtq_chain *c,
-			  size_t off, uint8_t *nbufs_at[2])
-{
-	size_t start = off;
-	uint16_t i;
-
-	for (i = 0; i < c->nr_in && off < p->pending_len; i++) {
-		size_t n = MIN((size_t)c->in[i].len, p->pending_len - off);
-		size_t b;
-
-		memcpy(c->in[i].hva, p->pending + off, n);
-		/* num_buffers is header bytes 10-11. */
-		for (b = 10; b < 12; b++)
-			if (off <= b && b < off + n)
-				nbufs_at[b - 10] = (uint8_t *)c->in[i].hva +
-						   (b - off);
-		off += n;
-	}
-	return off - start;
-}
-
-/*
- * Copy the pending frame into receive chains. Returns false (and puts the
- * chains back) when the driver has not posted enough buffers for it.
- */
-static bool net_rx_deliver(struct net_queue_pair *p, struct virtio_queue *q)
-{
-	struct virtio_net *net = p->net;
-	bool mrg = virtio_has_feature(&net->vdev, VIRTIO_NET_F_MRG_RXBUF);
-	uint16_t heads[NET_MAX_RX_CHAINS], nr = 0, i;
-	uint32_t lens[NET_MAX_RX_CHAINS];
-	uint8_t *nbufs_at[2] = { NULL, NULL };
-	size_t off = 0;
-
-	while (off < p->pending_len) {
-		struct virtq_chain c;
-		int ret = nr < NET_MAX_RX_CHAINS ? virtq_pop(&q->ring, &c) : 0;
-
-		if (ret > 0 && !mrg && c.in_len < p->pending_len) {
-			/* No buffer of this driver can ever hold it: drop it. */
-			virtq_unpop(&q->ring, 1);
-			p->rx_dropped++;
-			return true;
-		}
-		if (ret <= 0) {
-			virtq_unpop(&q->ring, nr);
-			if (ret < 0)
-				virtio_device_broken(&net->vdev, q,
-						     virtq_error_name(q->ring.error));
-			if (nr == NET_MAX_RX_CHAINS) {
-				p->rx_dropped++;	/* too many buffers */
-				return true;
-			}
-			return false;
-		}
-		lens[nr] = net_rx_fill(p, &c, off, nbufs_at);
-		off += lens[nr];
-		heads[nr++] = c.head;
-	}
-	/* With the 12-byte header num_buffers is always there (1 without MRG). */
-	if (net->hdr_len == NET_HDR_LEN && nbufs_at[0] && nbufs_at[1]) {
-		*nbufs_at[0] = nr & 0xff;
-		*nbufs_at[1] = nr >> 8;
-	}
-	for (i = 0; i < nr; i++)
-		virtq_push(&q->ring, heads[i], lens[i]);
-	q->requests++;
-	return true;
-}
-
-/*
- * Read the next frame the driver wants into `pending`. False when there
- * is none: the backend is empty, or its queue is detached (EBADFD) or
- * gone, in which case it is no longer watched.
- */
-static bool net_rx_read(struct net_queue_pair *p)
-{
-	struct virtio_net *net = p->net;
-
-	for (;;) {
-		ssize_t n = read(p->fd, p->pending, sizeof(p->pending));
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN)
-				net_watch_backend(p, false);
-			return false;
-		}
-		if (n < (ssize_t)(net->hdr_len + ETH_ADDR_LEN)) {
-			p->rx_dropped++;	/* runt */
-			continue;
-		}
-		if (!net_filter_accepts(&net->filter, p->pending + net->hdr_len,
-					n - net->hdr_len)) {
-			p->rx_filtered++;
-			continue;
-		}
-		p->pending_len = n;
-		return true;
-	}
-}
-
-/* Deliver frames while the driver has buffers; caller holds q->lock. */
-static void net_rx(struct net_queue_pair *p, struct virtio_queue *q)
-{
-	for (;;) {
-		uint16_t posted;
-
-		if (!p->pending_len && !net_rx_read(p))
-			break;
-		posted = virtq_avail_count(&q->ring);
-		if (net_rx_deliver(p, q)) {
-			p->pending_len = 0;
-			continue;
-		}
-		/*
-		 * Out of buffers: wait for the driver's kick, not the
-		 * backend. Try again at once only if buffers came in meanwhile
-		 * (the re-check that closes the lost-kick window).
-		 */
-		net_watch_backend(p, false);
-		virtq_notify_on_next(&q->ring);
-		if (q->ring.error || virtq_avail_count(&q->ring) <= posted)
-			break;
-	}
-	virtio_queue_publish(&p->net->vdev, q);
-}
-
-static void net_backend_readable(struct io_source *src, uint32_t events)
-{
-	struct net_queue_pair *p = src->opaque;
-	struct virtio_queue *q = pair_rxq(p);
-
-	pthread_mutex_lock(&q->lock);
-	if (q->live)
-		net_rx(p, q);
-	else
-		net_watch_backend(p, false);
-	pthread_mutex_unlock(&q->lock);
-}
-
-/* Caller holds the pair's RX queue lock: watch and serve it again. */
-static void net_rx_resume(struct net_queue_pair *p, struct virtio_queue *q)
-{
-	net_watch_backend(p, true);
-	net_rx(p, q);
 }
 
 static void net_tx_one(struct net_queue_pair *p, const struct virtq_chain *c)
@@ -304,7 +132,7 @@ int net_set_active_pairs(struct virtio_net *net, unsigned int n)
 	 * queue; buffers the driver posted long ago are waiting for frames.
 	 */
 	for (i = 1; i < n; i++) {
-		struct virtio_queue *q = pair_rxq(net->pairs[i]);
+		struct virtio_queue *q = net_pair_rxq(net->pairs[i]);
 
 		pthread_mutex_lock(&q->lock);
 		if (q->live)
@@ -349,7 +177,7 @@ static void net_reset(struct virtio_device *vdev)
 
 	for (i = 0; i < net->nr_pairs; i++) {
 		struct net_queue_pair *p = net->pairs[i];
-		struct virtio_queue *q = pair_rxq(p);
+		struct virtio_queue *q = net_pair_rxq(p);
 
 		pthread_mutex_lock(&q->lock);
 		net_watch_backend(p, false);
@@ -473,6 +301,7 @@ static int net_create_pairs(struct virtio_net *net, struct vm *vm)
 		net->pairs[i] = p;
 		p->net = net;
 		p->index = i;
+		p->rx_estimate = NET_HDR_LEN + 1514;	/* an Ethernet MTU */
 		p->fd = net->backend.fds[i];
 		p->backend_src = (struct io_source) {
 			.fd = p->fd, .handler = net_backend_readable, .opaque = p,
@@ -532,6 +361,18 @@ static void net_init_config(struct virtio_net *net, const uint8_t *mac)
 	net_filter_reset(&net->filter, mac);
 }
 
+static int net_attach_transport(struct vm *vm, struct virtio_net *net,
+				const struct virtio_net_options *opts)
+{
+	if (opts->custom_transport) {
+		net->vdev.transport = opts->custom_transport;
+		net->vdev.transport_priv = opts->custom_transport_priv;
+		return 0;
+	}
+	return virtio_transport_attach(vm, &net->vdev, opts->transport,
+				       PCI_CLASS_NETWORK);
+}
+
 struct virtio_net *virtio_net_create(struct vm *vm,
 				     const struct virtio_net_options *opts)
 {
@@ -554,9 +395,7 @@ struct virtio_net *virtio_net_create(struct vm *vm,
 		goto fail;
 	net_bind_queues(net);
 	net_init_config(net, opts->net.mac);
-	if (virtio_transport_attach(vm, &net->vdev, opts->transport,
-				    PCI_CLASS_NETWORK) ||
-	    net_start_pairs(net))
+	if (net_attach_transport(vm, net, opts) || net_start_pairs(net))
 		goto fail;
 	return net;
 fail:

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "lkvm/iothread.h"
 #include "lkvm/net.h"
@@ -19,6 +20,8 @@
 #define NET_HDR_LEN		12	/* virtio_net_hdr_mrg_rxbuf */
 #define NET_MAX_FRAME		(65535 + NET_HDR_LEN)
 #define NET_MAC_TABLE_SIZE	64
+#define NET_MAX_RX_CHAINS	64	/* receive buffers for one frame */
+#define NET_RX_IOV_MAX		1023	/* their segments, for one readv() */
 #define ETH_ADDR_LEN		6
 
 /*
@@ -36,6 +39,16 @@ struct net_rx_filter {
 	uint8_t multi[NET_MAC_TABLE_SIZE][ETH_ADDR_LEN];
 };
 
+/* Receive chains popped for the next frame, in ring order. */
+struct net_rx_batch {
+	unsigned int nr;
+	unsigned int nr_iov;
+	size_t cap;			/* bytes they hold */
+	uint16_t heads[NET_MAX_RX_CHAINS];
+	uint32_t caps[NET_MAX_RX_CHAINS];
+	struct iovec iov[NET_RX_IOV_MAX + 1];	/* + the bounce buffer */
+};
+
 /*
  * One receive/transmit queue pair and its backend queue. Everything here
  * belongs to the pair's I/O thread: the RX state under the RX queue's
@@ -49,6 +62,8 @@ struct net_queue_pair {
 	struct io_source backend_src;
 	bool backend_watched;
 	size_t pending_len;		/* a frame read but not delivered */
+	size_t rx_estimate;		/* bytes to have posted per frame */
+	struct net_rx_batch batch;
 	uint64_t rx_dropped;		/* runts, no buffer could hold it */
 	uint64_t rx_filtered;		/* not for us (rx mode, MAC table) */
 	uint64_t tx_dropped;
@@ -72,6 +87,18 @@ struct virtio_net {
 	struct net_queue_pair *pairs[NET_MAX_QUEUE_PAIRS];
 	bool stopped;			/* main thread, at exit */
 };
+
+static inline struct virtio_queue *net_pair_rxq(struct net_queue_pair *p)
+{
+	return &p->net->vdev.queues[2 * p->index];
+}
+
+/* The receive path (net_rx.c); callers hold the pair's RX queue lock. */
+void net_rx(struct net_queue_pair *p, struct virtio_queue *q);
+void net_rx_resume(struct net_queue_pair *p, struct virtio_queue *q);
+void net_watch_backend(struct net_queue_pair *p, bool watch);
+/* The backend's fd is readable (the pair's I/O thread). */
+void net_backend_readable(struct io_source *src, uint32_t events);
 
 /* The control queue: one command per chain, ack in the last byte. */
 void net_ctrl_kick(struct virtio_net *net, struct virtio_queue *q);

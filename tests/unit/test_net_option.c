@@ -31,6 +31,15 @@ static void test_short_forms(void **state)
 	assert_int_equal(net_parse_option("none", &c), 0);
 	assert_int_equal(c.mode, NET_MODE_NONE);
 	assert_int_equal(net_parse_option("bogus", &c), -1);
+	/* the mode may lead the settings, unnamed, as in QEMU's -netdev */
+	assert_int_equal(net_parse_option("user,hostfwd=tcp::2222-:22", &c), 0);
+	assert_int_equal(c.mode, NET_MODE_USER);
+	assert_int_equal(c.nr_hostfwd, 1);
+	assert_int_equal(net_parse_option("tap,tapif=t0", &c), 0);
+	assert_int_equal(c.mode, NET_MODE_TAP);
+	assert_string_equal(c.tapif, "t0");
+	assert_int_equal(net_parse_option("tapif=t0,tap", &c), -1);
+	assert_int_equal(net_parse_option("bogus,tapif=t0", &c), -1);
 }
 
 static void test_tap_settings(void **state)
