@@ -433,8 +433,14 @@ static void rx_poll_all(void)
 
 /* ---- transmit ---- */
 
-/* One chain [header + frame] on transmitq q, waited for. */
-static bool tx_send(unsigned int q, const uint8_t *frame, unsigned int len)
+/*
+ * One chain [header + frame] on transmitq q, waited for. With reset_ok
+ * NEEDS_RESET may come first: the frame asks for the very frames that
+ * break the receive queue, and the helper can answer before lkvm
+ * publishes the TX completion.
+ */
+static bool tx_send_ex(unsigned int q, const uint8_t *frame, unsigned int len,
+		       bool reset_ok)
 {
 	struct vio_buf b = { (uintptr_t)txbuf, HDR_LEN + len, false };
 	uint32_t id, ulen;
@@ -448,6 +454,8 @@ static bool tx_send(unsigned int q, const uint8_t *frame, unsigned int len)
 		return false;
 	vio_kick(&txq[q]);
 	w = vio_wait_used(&txq[q], WAIT_US, true, &id, &ulen);
+	if (w == VIO_WAIT_NEEDS_RESET && reset_ok)
+		return true;
 	if (!kit_check(w == VIO_WAIT_USED, "tx%u: the frame %s", q,
 		       w == VIO_WAIT_NEEDS_RESET ? "set NEEDS_RESET" :
 						   "never completed"))
@@ -456,6 +464,11 @@ static bool tx_send(unsigned int q, const uint8_t *frame, unsigned int len)
 		  q, id, ulen);
 	tx_frames[q]++;
 	return true;
+}
+
+static bool tx_send(unsigned int q, const uint8_t *frame, unsigned int len)
+{
+	return tx_send_ex(q, frame, len, false);
 }
 
 /* Data frame tx_idx of `flow` on transmitq q (the host checks it). */
@@ -596,7 +609,7 @@ static void inj_add(const uint8_t *dst, uint16_t flow, bool accept, int queue)
 	nr_inj++;
 }
 
-static bool send_request(void)
+static bool send_request_ex(bool reset_ok)
 {
 	static uint8_t f[14 + 12 + 8 * MAX_INJ];
 	unsigned int i, len = 14 + 12 + 8 * nr_inj;
@@ -617,7 +630,12 @@ static bool send_request(void)
 		len = 60;
 	}
 	requests++;
-	return tx_send(0, f, len);
+	return tx_send_ex(0, f, len, reset_ok);
+}
+
+static bool send_request(void)
+{
+	return send_request_ex(false);
 }
 
 /*
@@ -1240,7 +1258,7 @@ static void hq_submit(enum hq which, uint16_t head)
 	/* a receive chain is only looked at when a frame comes */
 	if (which == HQ_RX) {
 		inj_add(mac, 0, true, 0);
-		send_request();
+		send_request_ex(true);
 		nr_inj = 0;
 		phase++;
 	}
@@ -1484,7 +1502,6 @@ static void case_rx_tiny(void)
 	struct vio_buf b = { (uintptr_t)rx_buf[0][0], 4, true };
 	uint32_t id, len;
 
-	memset(rx_buf[0][0], 0xa5, 16);
 	vio_add(&rxq[0], &b, 1, false);
 	vio_kick(&rxq[0]);
 	inj_add(mac, 0, true, 0);
@@ -1495,8 +1512,8 @@ static void case_rx_tiny(void)
 	kit_check(vio_wait_used(&rxq[0], 300000, true, &id, &len) ==
 		  VIO_WAIT_TIMEOUT,
 		  "a 4-byte receive buffer without MRG_RXBUF was used or broke the device");
-	kit_check(rx_buf[0][0][0] == 0xa5 && rx_buf[0][0][4] == 0xa5,
-		  "the device wrote into a 4-byte buffer");
+	/* (it may have written into it: the buffer is still the device's) */
+	kit_check(!needs_reset(), "a 4-byte receive buffer: NEEDS_RESET");
 	kit_printf("a 4-byte receive buffer: frames dropped\n");
 }
 
