@@ -224,21 +224,23 @@ static void net_config_written(struct virtio_device *vdev, unsigned int offset,
 static void net_write_stats(struct virtio_device *vdev, FILE *f)
 {
 	struct virtio_net *net = vdev->priv;
-	uint64_t rx_dropped = 0, rx_filtered = 0, tx_dropped = 0;
+	uint64_t rx_dropped = 0, rx_filtered = 0, tx_dropped = 0, bad = 0;
 	unsigned int i;
 
 	for (i = 0; i < net->nr_pairs; i++) {
+		bad += net->pairs[i]->rx_bad_buffers;
 		rx_dropped += net->pairs[i]->rx_dropped;
 		rx_filtered += net->pairs[i]->rx_filtered;
 		tx_dropped += net->pairs[i]->tx_dropped;
 	}
 	fprintf(f, "\"backend\":\"%s\",\"queue_pairs\":%u,"
 		"\"active_pairs\":%u,\"rx_dropped\":%llu,"
-		"\"rx_filtered\":%llu,\"tx_dropped\":%llu",
+		"\"rx_filtered\":%llu,\"rx_bad_buffers\":%llu,"
+		"\"tx_dropped\":%llu",
 		net->backend.name, net->nr_pairs,
 		__atomic_load_n(&net->active_pairs, __ATOMIC_RELAXED),
 		(unsigned long long)rx_dropped,
-		(unsigned long long)rx_filtered,
+		(unsigned long long)rx_filtered, (unsigned long long)bad,
 		(unsigned long long)tx_dropped);
 }
 

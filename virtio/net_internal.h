@@ -66,6 +66,7 @@ struct net_queue_pair {
 	struct net_rx_batch batch;
 	uint64_t rx_dropped;		/* runts, no buffer could hold it */
 	uint64_t rx_filtered;		/* not for us (rx mode, MAC table) */
+	uint64_t rx_bad_buffers;	/* receive chains no frame fits */
 	uint64_t tx_dropped;
 	uint8_t pending[NET_MAX_FRAME];
 };

@@ -90,10 +90,7 @@ static void rx_batch_release(struct net_queue_pair *p, struct virtio_queue *q)
 	rx_batch_reset(&p->batch);
 }
 
-/*
- * Pop receive chains until they hold `want` bytes. A chain with more
- * buffers than one readv() takes can never be used: it goes back empty.
- */
+/* Pop receive chains until they hold `want` bytes. */
 static enum rx_fill rx_batch_fill(struct net_queue_pair *p,
 				  struct virtio_queue *q, size_t want)
 {
@@ -114,9 +111,14 @@ static enum rx_fill rx_batch_fill(struct net_queue_pair *p,
 		}
 		if (!ret)
 			return FILL_EMPTY;
-		if (c.nr_in > NET_RX_IOV_MAX) {
+		/*
+		 * Nothing writable, something readable, or more segments than
+		 * readv() takes: no frame can ever go there. Fail that buffer
+		 * (give it back empty) rather than stall the ring behind it.
+		 */
+		if (!c.in_len || c.nr_out || c.nr_in > NET_RX_IOV_MAX) {
 			virtq_push(&q->ring, c.head, 0);
-			p->rx_dropped++;
+			p->rx_bad_buffers++;
 			continue;
 		}
 		if (c.nr_in > NET_RX_IOV_MAX - b->nr_iov) {
