@@ -1496,11 +1496,15 @@ static void case_rx_small_mrg(void)
 		  "11-byte buffers: the frame is not the helper's");
 }
 
-/* Without MRG_RXBUF a 4-byte buffer holds no frame: dropped, not broken. */
+/*
+ * Without MRG_RXBUF a 4-byte buffer holds no frame: the frames are
+ * dropped, or the buffer is given back empty; the device is not broken.
+ */
 static void case_rx_tiny(void)
 {
 	struct vio_buf b = { (uintptr_t)rx_buf[0][0], 4, true };
-	uint32_t id, len;
+	uint32_t id = 0, len = ~0u;
+	enum vio_wait w;
 
 	vio_add(&rxq[0], &b, 1, false);
 	vio_kick(&rxq[0]);
@@ -1509,12 +1513,37 @@ static void case_rx_tiny(void)
 	send_request();
 	nr_inj = 0;
 	phase++;
-	kit_check(vio_wait_used(&rxq[0], 300000, true, &id, &len) ==
-		  VIO_WAIT_TIMEOUT,
-		  "a 4-byte receive buffer without MRG_RXBUF was used or broke the device");
-	/* (it may have written into it: the buffer is still the device's) */
-	kit_check(!needs_reset(), "a 4-byte receive buffer: NEEDS_RESET");
-	kit_printf("a 4-byte receive buffer: frames dropped\n");
+	w = vio_wait_used(&rxq[0], 300000, true, &id, &len);
+	kit_check(w == VIO_WAIT_TIMEOUT || (w == VIO_WAIT_USED && !len),
+		  "a 4-byte receive buffer without MRG_RXBUF: %s, len %u",
+		  w == VIO_WAIT_USED ? "used" : "NEEDS_RESET", len);
+	kit_printf("a 4-byte receive buffer: %s\n",
+		   w == VIO_WAIT_USED ? "given back empty" : "frames dropped");
+}
+
+/*
+ * A receive chain whose header part is device-readable: never written
+ * into; NEEDS_RESET or given back empty.
+ */
+static void case_rx_mixed(void)
+{
+	uint32_t id = 0, len = 0;
+	enum hq_result r;
+
+	memset(rx_buf[0][0], 0xa5, HDR_LEN);
+	hq_chain(HQ_RX);
+	rxq[0].desc[0].flags &= ~VRING_DESC_F_WRITE;
+	hq_submit(HQ_RX, 0);
+	r = hq_wait(HQ_RX, &id, &len);
+	kit_printf("a receive chain with a readable header: %s\n",
+		   r == HR_RESET ? "NEEDS_RESET" :
+		   r == HR_USED ? "used" : "left alone");
+	kit_check(r == HR_RESET || (r == HR_USED && len == 0),
+		  "a receive chain with a readable header: %s (len %u)",
+		  r == HR_USED ? "used" : "neither used nor NEEDS_RESET: receiving stalls",
+		  len);
+	kit_check(rx_buf[0][0][0] == 0xa5 && rx_buf[0][0][HDR_LEN - 1] == 0xa5,
+		  "the device wrote into a device-readable buffer");
 }
 
 /*
@@ -1597,6 +1626,7 @@ static const struct hostile_case cases[] = {
 	{ "h_rx_small_mrg", case_rx_small_mrg, false },
 	{ "h_rx_tiny", case_rx_tiny, true },
 	{ "h_rx_readonly", case_rx_readonly, false },
+	{ "h_rx_mixed", case_rx_mixed, false },
 	{ "h_ctrl_readable_ack", case_ctrl_readable_ack, false },
 };
 
