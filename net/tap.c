@@ -95,6 +95,27 @@ static const struct net_backend_ops tap_ops = {
 	.close = tap_close,
 };
 
+/*
+ * TUNSETIFF. A single queue may also be one queue of an existing
+ * multi-queue tap (queues= capped by the vCPUs, or not given): the flags
+ * must match the tap's, so ask again as a multi-queue one.
+ */
+static int tap_set_iff(int fd, struct ifreq *ifr, bool named)
+{
+	int saved;
+
+	if (!ioctl(fd, TUNSETIFF, ifr))
+		return 0;
+	if (errno != EINVAL || !named || (ifr->ifr_flags & IFF_MULTI_QUEUE))
+		return -1;
+	saved = errno;
+	ifr->ifr_flags |= IFF_MULTI_QUEUE;
+	if (!ioctl(fd, TUNSETIFF, ifr))
+		return 0;
+	errno = saved;
+	return -1;
+}
+
 /* One more queue of the tap; the first names it when the kernel picks. */
 static int tap_open_queue(struct net_backend *be, const char *ifname,
 			  bool multi_queue)
@@ -111,7 +132,7 @@ static int tap_open_queue(struct net_backend *be, const char *ifname,
 		ifr.ifr_flags |= IFF_MULTI_QUEUE;
 	if (ifname)
 		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
-	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+	if (tap_set_iff(fd, &ifr, ifname != NULL) < 0) {
 		tap_explain(ifname ? ifname : "(new)", errno);
 		goto fail;
 	}

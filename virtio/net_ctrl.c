@@ -12,12 +12,18 @@
  * to it, so filtering matters once the tap is on a bridge.
  */
 #include <endian.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lkvm/util.h"
 #include "net_internal.h"
 
-#define NET_CTRL_MAX_DATA	(2 * (4 + NET_MAC_TABLE_SIZE * ETH_ADDR_LEN) + 64)
+/*
+ * A MAC table longer than NET_MAC_TABLE_SIZE means "all of that class",
+ * but it still comes whole: Linux sends every address it has. 64 KiB is
+ * some 10000 of them.
+ */
+#define NET_CTRL_MAX_DATA	(64 * 1024)
 
 static const uint8_t broadcast[ETH_ADDR_LEN] = {
 	0xff, 0xff, 0xff, 0xff, 0xff, 0xff
@@ -243,21 +249,24 @@ static uint8_t ctrl_command(struct virtio_net *net, const uint8_t *buf,
 	}
 }
 
-/* Gather the driver-written part; false when it cannot be a command. */
-static bool ctrl_gather(const struct virtq_chain *c, uint8_t *buf,
-			size_t *len)
+/* Gather the driver-written part (free() it); NULL if it cannot be a command. */
+static uint8_t *ctrl_gather(const struct virtq_chain *c, size_t *len)
 {
 	size_t off = 0;
 	unsigned int i;
+	uint8_t *buf;
 
 	if (c->out_len < 2 || c->out_len > NET_CTRL_MAX_DATA || !c->in_len)
-		return false;
+		return NULL;
+	buf = malloc(c->out_len);
+	if (!buf)
+		return NULL;
 	for (i = 0; i < c->nr_out; i++) {
 		memcpy(buf + off, c->out[i].hva, c->out[i].len);
 		off += c->out[i].len;
 	}
 	*len = off;
-	return true;
+	return buf;
 }
 
 /* The ack goes in the first device-writable byte; returns bytes written. */
@@ -277,18 +286,20 @@ static uint32_t ctrl_ack(const struct virtq_chain *c, uint8_t ack)
 /* Caller holds q->lock. */
 void net_ctrl_kick(struct virtio_net *net, struct virtio_queue *q)
 {
-	uint8_t buf[NET_CTRL_MAX_DATA];
 	struct virtq_chain c;
 	size_t len;
 	int ret;
 
 	while ((ret = virtq_pop(&q->ring, &c)) > 0) {
 		uint8_t ack = VIRTIO_NET_ERR;
+		uint8_t *buf = ctrl_gather(&c, &len);
 
-		if (ctrl_gather(&c, buf, &len))
+		if (buf) {
 			ack = ctrl_command(net, buf, len);
-		else
+			free(buf);
+		} else {
 			pr_debug("virtio-net: malformed control command");
+		}
 		q->requests++;
 		virtq_push(&q->ring, c.head, ctrl_ack(&c, ack));
 	}

@@ -207,10 +207,6 @@ def test_ctrl_filter(netns, tmp_path, transport, lkvm):
     check_tx(h, [0, 1], r)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lkvm bug: net_ctrl.c refuses commands of more than NET_CTRL_MAX_DATA "
-    "(840) bytes with VIRTIO_NET_ERR, so MAC tables Linux sends for more "
-    "than ~130 addresses fail instead of overflowing to 'accept all'"))
 def test_ctrl_mac_table_big(netns, tmp_path):
     """MAC tables longer than 64 entries mean "all of that class"; Linux
     sends every address it has, however many: 150 multicast (910 bytes),
@@ -279,10 +275,6 @@ def test_mq_one_vcpu(netns, tmp_path):
     check_tx(h, [0, 1, 2, 3] * 2, r)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lkvm bug: with fewer vCPUs than queues= lkvm opens the tap without "
-    "IFF_MULTI_QUEUE, so an existing multi_queue tap fails with EINVAL "
-    "('multi_queue must match queues=') although queues= matches"))
 def test_mq_one_vcpu_multi_queue_tap(netns, tmp_path):
     """The same on a multi-queue tap made for queues=2: lkvm must still
     attach to it (with one queue) rather than refuse it."""
