@@ -18,6 +18,15 @@ CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 LDFLAGS	?=
 LDLIBS	+= -lpthread
 
+# libslirp (-n user) exists as a shared library only: lkvm and the test
+# binaries link it, lkvm.static is built without (CONFIG_SLIRP unset), and
+# there -n user says so. Debian's slirp.pc wants glib-2.0.pc
+# (libglib2.0-dev), which lkvm does not need: then libslirp-dev's own paths.
+SLIRP_CFLAGS := $(shell pkg-config --cflags slirp 2>/dev/null || \
+		  echo -I/usr/include/slirp)
+SLIRP_LIBS   := $(shell pkg-config --libs slirp 2>/dev/null || echo -lslirp)
+LDLIBS	+= $(SLIRP_LIBS)
+
 ifeq ($(SANITIZE),1)
 BUILD	:= build/sanitize
 CFLAGS	+= -fsanitize=address,undefined -fno-omit-frame-pointer \
@@ -36,6 +45,8 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 LIB_SRCS := $(sort $(wildcard core/*.c disk/*.c hw/*.c net/*.c virtio/*.c x86/*.c))
 LIB_SRCS := $(filter-out core/main.c,$(LIB_SRCS))
 LIB_OBJS := $(addprefix $(BUILD)/,$(LIB_SRCS:.c=.o))
+$(BUILD)/net/slirp.o: CFLAGS += $(SLIRP_CFLAGS)
+$(BUILD)/virtio/net.o: CFLAGS += -DCONFIG_SLIRP
 LIBLKVM  := $(BUILD)/liblkvm.a
 
 ALL_TARGETS	:= $(LKVM_BIN)
@@ -52,9 +63,16 @@ $(LIBLKVM): $(LIB_OBJS)
 $(LKVM_BIN): $(BUILD)/core/main.o $(LIBLKVM)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# A static build for the nested test tier, where L1 has none of our libraries.
-lkvm.static: $(BUILD)/core/main.o $(LIBLKVM)
-	$(CC) $(LDFLAGS) -static -o $@ $^ $(LDLIBS)
+# A static build for the nested test tier, where L1 has none of our libraries:
+# no libslirp, so its own virtio/net.o without CONFIG_SLIRP.
+STATIC_OBJS := $(BUILD)/core/main.o $(BUILD)/static/virtio/net.o \
+	       $(filter-out $(BUILD)/net/slirp.o $(BUILD)/virtio/net.o,$(LIB_OBJS))
+lkvm.static: $(STATIC_OBJS)
+	$(CC) $(LDFLAGS) -static -o $@ $^ $(filter-out $(SLIRP_LIBS),$(LDLIBS))
+
+$(BUILD)/static/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -41,6 +41,8 @@ static int devices_create_nics(struct vm *vm, struct vm_devices *d)
 
 		if (cfg->nics[i].mode == NET_MODE_NONE)
 			continue;
+		/* A queue pair per vCPU, up to what the user asked for. */
+		opts.net.queues = MIN(opts.net.queues, cfg->nr_cpus);
 		d->net[d->nr_net] = virtio_net_create(vm, &opts);
 		if (!d->net[d->nr_net])
 			return -1;
@@ -142,6 +144,10 @@ static void write_device_stats(FILE *f, struct vm *vm, const char *type,
 		vdev->driver_seen ? "true" : "false", vdev->status,
 		vdev->times_broken);
 	write_queue_stats(f, vdev);
+	if (vdev->ops->write_stats) {
+		fprintf(f, ",");
+		vdev->ops->write_stats((struct virtio_device *)vdev, f);
+	}
 	fprintf(f, "}");
 }
 

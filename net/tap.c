@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The tap backend and the -n option. Frames cross the tap with a 12-byte
- * virtio-net header in front (IFF_VNET_HDR, TUNSETVNETHDRSZ), exactly the
- * header a VERSION_1 virtio-net driver puts on its buffers.
+ * The tap backend. Frames cross the tap with a virtio-net header in front
+ * (IFF_VNET_HDR, TUNSETVNETHDRSZ), exactly the header the guest's driver
+ * puts on its buffers, so they pass unchanged. With several queue pairs
+ * the tap is opened once per pair (IFF_MULTI_QUEUE) and the kernel
+ * spreads flows over them; pairs the driver has not enabled are detached
+ * (TUNSETQUEUE) so that nothing is steered to a queue no one serves.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if_tun.h>
+#include <spawn.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lkvm/net.h"
@@ -18,101 +22,7 @@
 
 #define VNET_HDR_LEN	12
 
-static int parse_mac(const char *s, uint8_t mac[6])
-{
-	unsigned int b[6];
-	char tail;
-	int i;
-
-	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3],
-		   &b[4], &b[5], &tail) != 6 || strlen(s) != 17)
-		return -1;
-	for (i = 0; i < 6; i++)
-		mac[i] = b[i];
-	/* A multicast or all-zero address cannot be a NIC's own. */
-	if (mac[0] & 1)
-		return -1;
-	for (i = 0; i < 6; i++)
-		if (mac[i])
-			return 0;
-	return -1;
-}
-
-static int net_parse_pair(const char *arg, const char *key, const char *val,
-			  struct net_config *cfg)
-{
-	if (!strcmp(key, "mode")) {
-		if (!strcmp(val, "tap"))
-			cfg->mode = NET_MODE_TAP;
-		else if (!strcmp(val, "none"))
-			cfg->mode = NET_MODE_NONE;
-		else
-			goto bad;
-	} else if (!strcmp(key, "tapif")) {
-		if (!*val || strlen(val) >= IFNAMSIZ)
-			goto bad;
-		snprintf(cfg->tapif, sizeof(cfg->tapif), "%s", val);
-	} else if (!strcmp(key, "guest_mac")) {
-		if (parse_mac(val, cfg->mac))
-			goto bad;
-		cfg->mac_given = true;
-	} else {
-		pr_err("-n '%s': unknown setting '%s' (mode, tapif, guest_mac)",
-		       arg, key);
-		return -1;
-	}
-	return 0;
-bad:
-	pr_err("-n '%s': bad value '%s' for %s", arg, val, key);
-	return -1;
-}
-
-int net_parse_option(const char *arg, struct net_config *cfg)
-{
-	char buf[256], *item, *save = NULL;
-
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->mode = NET_MODE_TAP;
-	if (!strcmp(arg, "tap") || !strcmp(arg, "none")) {
-		cfg->mode = strcmp(arg, "tap") ? NET_MODE_NONE : NET_MODE_TAP;
-		return 0;
-	}
-	if (strlen(arg) >= sizeof(buf)) {
-		pr_err("-n: option string too long");
-		return -1;
-	}
-	snprintf(buf, sizeof(buf), "%s", arg);
-	for (item = strtok_r(buf, ",", &save); item;
-	     item = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(item, '=');
-
-		if (!eq) {
-			pr_err("-n '%s': expected key=value, got '%s'", arg, item);
-			return -1;
-		}
-		*eq = '\0';
-		if (net_parse_pair(arg, item, eq + 1, cfg))
-			return -1;
-	}
-	return 0;
-}
-
-void net_default_mac(const char *vm_name, unsigned int index, uint8_t mac[6])
-{
-	const char *s = vm_name ? vm_name : "lkvm";
-	uint32_t h = 2166136261u;	/* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 16777619u;
-	h = (h ^ index) * 16777619u;
-	/* Locally administered, unicast: 02:4c:4b ("LK") + 24 bits of hash. */
-	mac[0] = 0x02;
-	mac[1] = 0x4c;
-	mac[2] = 0x4b;
-	mac[3] = h >> 16;
-	mac[4] = h >> 8;
-	mac[5] = h;
-}
+extern char **environ;
 
 static void tap_explain(const char *ifname, int err)
 {
@@ -121,56 +31,147 @@ static void tap_explain(const char *ifname, int err)
 	else if (err == EPERM)
 		pr_err("cannot use tap '%s': creating a tap needs CAP_NET_ADMIN (or create it for your user: ip tuntap add dev %s mode tap user $USER vnet_hdr)",
 		       ifname, ifname);
+	else if (err == EINVAL)
+		pr_err("cannot attach to tap '%s': it exists with other flags (multi_queue must match queues=)",
+		       ifname);
 	else
 		pr_err("cannot attach to tap '%s': %s", ifname, strerror(err));
 }
 
-int tap_open(struct tap *tap, const char *ifname)
+static int tap_ioctl_all(struct net_backend *be, unsigned long req, void *arg)
+{
+	unsigned int i;
+
+	for (i = 0; i < be->nr_queues; i++)
+		if (ioctl(be->fds[i], req, arg) < 0)
+			return -errno;
+	return 0;
+}
+
+static int tap_set_header_len(struct net_backend *be, int len)
+{
+	return tap_ioctl_all(be, TUNSETVNETHDRSZ, &len);
+}
+
+static int tap_set_offloads(struct net_backend *be, unsigned int tun_flags)
+{
+	unsigned int i;
+
+	for (i = 0; i < be->nr_queues; i++)
+		if (ioctl(be->fds[i], TUNSETOFFLOAD, tun_flags) < 0)
+			return -errno;
+	return 0;
+}
+
+static int tap_enable_queue(struct net_backend *be, unsigned int idx,
+			    bool enable)
+{
+	struct ifreq ifr = {
+		.ifr_flags = enable ? IFF_ATTACH_QUEUE : IFF_DETACH_QUEUE,
+	};
+
+	if (be->nr_queues == 1 || idx >= be->nr_queues)
+		return 0;
+	/* EINVAL: already in that state (a reset re-enables pair 0). */
+	if (ioctl(be->fds[idx], TUNSETQUEUE, &ifr) < 0 && errno != EINVAL)
+		return -errno;
+	return 0;
+}
+
+static void tap_close(struct net_backend *be)
+{
+	unsigned int i;
+
+	for (i = 0; i < be->nr_queues; i++)
+		if (be->fds[i] >= 0)
+			close(be->fds[i]);
+	be->nr_queues = 0;
+}
+
+static const struct net_backend_ops tap_ops = {
+	.set_header_len = tap_set_header_len,
+	.set_offloads = tap_set_offloads,
+	.enable_queue = tap_enable_queue,
+	.close = tap_close,
+};
+
+/* One more queue of the tap; the first names it when the kernel picks. */
+static int tap_open_queue(struct net_backend *be, const char *ifname,
+			  bool multi_queue)
 {
 	struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR };
 	int hdr_len = VNET_HDR_LEN;
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
 
-	tap->fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
-	if (tap->fd < 0) {
+	if (fd < 0) {
 		pr_err("cannot open /dev/net/tun: %s", strerror(errno));
 		return -1;
 	}
+	if (multi_queue)
+		ifr.ifr_flags |= IFF_MULTI_QUEUE;
 	if (ifname)
 		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
-	if (ioctl(tap->fd, TUNSETIFF, &ifr) < 0) {
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
 		tap_explain(ifname ? ifname : "(new)", errno);
 		goto fail;
 	}
-	if (ioctl(tap->fd, TUNSETVNETHDRSZ, &hdr_len) < 0) {
+	if (ioctl(fd, TUNSETVNETHDRSZ, &hdr_len) < 0) {
 		pr_err("tap '%s': TUNSETVNETHDRSZ: %s", ifr.ifr_name,
 		       strerror(errno));
 		goto fail;
 	}
-	snprintf(tap->ifname, sizeof(tap->ifname), "%s", ifr.ifr_name);
-	/* Probe, then hand over nothing until a driver says what it takes. */
-	tap->offloads = !tap_set_offloads(tap, TUN_F_CSUM | TUN_F_TSO4 |
-					       TUN_F_TSO6);
-	tap_set_offloads(tap, 0);
+	snprintf(be->name, sizeof(be->name), "%s", ifr.ifr_name);
+	be->fds[be->nr_queues++] = fd;
 	return 0;
 fail:
-	close(tap->fd);
-	tap->fd = -1;
+	close(fd);
 	return -1;
 }
 
-int tap_set_header_len(struct tap *tap, int len)
+/* kvmtool's script=: "SCRIPT IFNAME" configures the new tap. */
+static int tap_run_script(const char *script, const char *ifname)
 {
-	return ioctl(tap->fd, TUNSETVNETHDRSZ, &len) ? -errno : 0;
+	char *argv[] = { (char *)script, (char *)ifname, NULL };
+	int status;
+	pid_t pid;
+	int err = posix_spawn(&pid, script, NULL, NULL, argv, environ);
+
+	if (err) {
+		pr_err("tap '%s': cannot run script '%s': %s", ifname, script,
+		       strerror(err));
+		return -1;
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	pr_err("tap '%s': script '%s' failed (%s %d)", ifname, script,
+	       WIFEXITED(status) ? "exit status" : "signal",
+	       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	return -1;
 }
 
-int tap_set_offloads(struct tap *tap, unsigned int tun_flags)
+int tap_backend_open(struct net_backend *be, const struct net_config *cfg,
+		     unsigned int queues)
 {
-	return ioctl(tap->fd, TUNSETOFFLOAD, tun_flags) ? -errno : 0;
-}
+	const char *ifname = cfg->tapif[0] ? cfg->tapif : NULL;
 
-void tap_close(struct tap *tap)
-{
-	if (tap->fd >= 0)
-		close(tap->fd);
-	tap->fd = -1;
+	memset(be, 0, sizeof(*be));
+	be->ops = &tap_ops;
+	while (be->nr_queues < queues)
+		if (tap_open_queue(be, be->nr_queues ? be->name : ifname,
+				   queues > 1))
+			goto fail;
+	/* Probe, then hand over nothing until a driver says what it takes. */
+	be->offloads = !tap_set_offloads(be, TUN_F_CSUM | TUN_F_TSO4 |
+					     TUN_F_TSO6);
+	tap_set_offloads(be, 0);
+	if (cfg->script[0] && tap_run_script(cfg->script, be->name))
+		goto fail;
+	return 0;
+fail:
+	tap_close(be);
+	be->ops = NULL;
+	return -1;
 }

@@ -67,6 +67,7 @@ int virtio_device_init(struct virtio_device *vdev, struct vm *vm,
 		q->max_size = queue_size;
 		q->size = queue_size;
 		q->kick_fd = -1;
+		q->iothread = iothread;
 		q->msix_vector = 0xffff;	/* VIRTIO_MSI_NO_VECTOR */
 		pthread_mutex_init(&q->lock, NULL);
 	}
@@ -86,7 +87,7 @@ static void virtio_queue_stop(struct virtio_device *vdev,
 		return;
 	q->live = false;
 	if (vdev->use_ioeventfd) {
-		iothread_del(vdev->iothread, &q->kick);
+		iothread_del(q->iothread, &q->kick);
 		vdev->transport->kick_detach(vdev, q);
 	}
 	close(q->kick_fd);
@@ -117,7 +118,7 @@ static int virtio_queue_start(struct virtio_device *vdev,
 	};
 	if (vdev->use_ioeventfd &&
 	    (vdev->transport->kick_attach(vdev, q) ||
-	     iothread_add(vdev->iothread, &q->kick, EPOLLIN))) {
+	     iothread_add(q->iothread, &q->kick, EPOLLIN))) {
 		close(q->kick_fd);
 		q->kick_fd = -1;
 		virtq_exit(&q->ring);

@@ -1,219 +1,88 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * virtio-net over a tap. Queue 0 receives, queue 1 transmits; both are
- * served on the device's I/O thread, which also watches the tap.
+ * virtio-net. Queue pair i is receiveq 2i and transmitq 2i+1, the control
+ * queue comes after the pairs in use (virtio 5.1.2). Each pair has its
+ * own I/O thread and its own backend queue (a tap queue; the user-mode
+ * backend has one), so flows the kernel spreads over tap queues stay on
+ * one thread each. The control queue runs on the last pair's thread.
  *
  * Offloads (partial checksums, TSO both ways) follow what the driver
- * negotiates, through the tap's own offload flags.
+ * negotiates, through the backend's offload flags.
  *
- * TX: every chain is [virtio-net header + frame], written to the tap as
- * it is (the tap speaks the same 12-byte header).
- * RX: a frame read from the tap is copied into as many receive buffers as
- * it needs (MRG_RXBUF; num_buffers in the first header says how many).
- * When the driver has posted too few, the frame waits in `pending`, the
- * tap is no longer watched (frames queue up in the kernel, nothing is
- * dropped), and the driver's next RX kick resumes delivery.
+ * TX: every chain is [virtio-net header + frame], written to the backend
+ * as it is (the tap speaks the same header).
+ * RX (net_rx.c): frames go from the backend straight into the driver's
+ * receive buffers; when there are none, the backend waits, not the frame.
  */
 #include <errno.h>
 #include <linux/if_tun.h>
 #include <linux/virtio_ids.h>
-#include <linux/virtio_net.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "lkvm/iothread.h"
 #include "lkvm/util.h"
 #include "lkvm/virtio/net.h"
 #include "lkvm/vm.h"
+#include "net_internal.h"
 
 #define NET_QUEUE_SIZE		256
-#define NET_RXQ			0
-#define NET_TXQ			1
-#define NET_HDR_LEN		12	/* virtio_net_hdr_mrg_rxbuf */
 #define NET_HDR_LEN_LEGACY	10	/* virtio_net_hdr: legacy, no MRG_RXBUF */
-#define NET_MAX_FRAME		(65535 + NET_HDR_LEN)
-#define NET_MAX_RX_CHAINS	64
 #define PCI_CLASS_NETWORK	0x020000
 
-/*
- * The config is fixed after creation. Everything else belongs to the I/O
- * thread, under the RX queue's lock (pending frame, tap watch state) or
- * the TX queue's lock (nothing but the tap's write side).
- */
-struct virtio_net {
-	struct virtio_device vdev;
-	struct virtio_net_config config;
-	struct tap tap;
-	struct iothread *iothread;
-	struct io_source tap_src;
-	bool tap_watched;
-	size_t pending_len;		/* a frame read but not delivered */
-	unsigned int hdr_len;		/* 12, or 10 for a legacy driver */
-	uint64_t rx_dropped;
-	uint64_t tx_dropped;
-	uint8_t pending[NET_MAX_FRAME];
-};
+enum net_queue_role { NET_QUEUE_RX, NET_QUEUE_TX, NET_QUEUE_CTRL,
+		      NET_QUEUE_UNUSED };
 
-static struct virtio_queue *rxq(struct virtio_net *net)
+/* Which queue is which depends on whether the driver took MQ. */
+static enum net_queue_role net_queue_role(struct virtio_net *net,
+					  unsigned int index,
+					  struct net_queue_pair **pair)
 {
-	return &net->vdev.queues[NET_RXQ];
-}
+	unsigned int pairs = virtio_has_feature(&net->vdev, VIRTIO_NET_F_MQ) ?
+			     net->nr_pairs : 1;
 
-/* Caller holds the RX queue's lock. */
-static void net_watch_tap(struct virtio_net *net, bool watch)
-{
-	if (watch == net->tap_watched)
-		return;
-	if (watch)
-		watch = !iothread_add(net->iothread, &net->tap_src, EPOLLIN);
-	else
-		iothread_del(net->iothread, &net->tap_src);
-	net->tap_watched = watch;
-}
-
-/*
- * Copy the pending frame into receive chains. Returns false (and puts the
- * chains back) when the driver has not posted enough buffers for it.
- */
-static bool net_rx_deliver(struct virtio_net *net, struct virtio_queue *q)
-{
-	bool mrg = virtio_has_feature(&net->vdev, VIRTIO_NET_F_MRG_RXBUF);
-	uint16_t heads[NET_MAX_RX_CHAINS], nr = 0;
-	uint32_t lens[NET_MAX_RX_CHAINS];
-	uint8_t *nbufs_at[2] = { NULL, NULL };
-	size_t off = 0;
-	uint16_t i;
-
-	while (off < net->pending_len) {
-		struct virtq_chain c;
-		uint32_t len = 0;
-		int ret = nr < NET_MAX_RX_CHAINS ? virtq_pop(&q->ring, &c) : 0;
-
-		if (ret > 0 && !mrg && c.in_len < net->pending_len) {
-			/* No buffer of this driver can ever hold it: drop it. */
-			virtq_unpop(&q->ring, 1);
-			net->rx_dropped++;
-			return true;
-		}
-		if (ret <= 0) {
-			virtq_unpop(&q->ring, nr);
-			if (ret < 0)
-				virtio_device_broken(&net->vdev, q,
-						     virtq_error_name(q->ring.error));
-			if (nr == NET_MAX_RX_CHAINS) {
-				net->rx_dropped++;	/* too many buffers */
-				return true;
-			}
-			return false;
-		}
-		for (i = 0; i < c.nr_in && off < net->pending_len; i++) {
-			size_t n = MIN((size_t)c.in[i].len, net->pending_len - off);
-			size_t b;
-
-			memcpy(c.in[i].hva, net->pending + off, n);
-			/* Remember where num_buffers (header bytes 10-11) went. */
-			for (b = 10; b < 12; b++)
-				if (off <= b && b < off + n)
-					nbufs_at[b - 10] = (uint8_t *)c.in[i].hva + (b - off);
-			off += n;
-			len += n;
-		}
-		heads[nr] = c.head;
-		lens[nr++] = len;
+	if (index < 2 * pairs) {
+		*pair = net->pairs[index / 2];
+		return index & 1 ? NET_QUEUE_TX : NET_QUEUE_RX;
 	}
-	/* With the 12-byte header num_buffers is always there (1 without MRG). */
-	if (net->hdr_len == NET_HDR_LEN && nbufs_at[0] && nbufs_at[1]) {
-		*nbufs_at[0] = nr & 0xff;
-		*nbufs_at[1] = nr >> 8;
-	}
-	for (i = 0; i < nr; i++)
-		virtq_push(&q->ring, heads[i], lens[i]);
-	q->requests++;
-	return true;
+	if (index == 2 * pairs &&
+	    virtio_has_feature(&net->vdev, VIRTIO_NET_F_CTRL_VQ))
+		return NET_QUEUE_CTRL;
+	return NET_QUEUE_UNUSED;
 }
 
-/* Deliver frames while the driver has buffers; caller holds q->lock. */
-static void net_rx(struct virtio_net *net, struct virtio_queue *q)
-{
-	for (;;) {
-		uint16_t posted;
-
-		if (!net->pending_len) {
-			ssize_t n = read(net->tap.fd, net->pending,
-					 sizeof(net->pending));
-
-			if (n < (ssize_t)net->hdr_len) {
-				if (n >= 0)
-					net->rx_dropped++;	/* runt */
-				if (n < 0 && errno == EINTR)
-					continue;
-				if (n >= 0)
-					continue;
-				break;	/* EAGAIN: the tap is empty */
-			}
-			net->pending_len = n;
-		}
-		posted = virtq_avail_count(&q->ring);
-		if (net_rx_deliver(net, q)) {
-			net->pending_len = 0;
-			continue;
-		}
-		/*
-		 * Out of buffers: wait for the driver's kick, not the tap. Try
-		 * again at once only if buffers came in meanwhile (the re-check
-		 * that closes the lost-kick window).
-		 */
-		net_watch_tap(net, false);
-		virtq_notify_on_next(&q->ring);
-		if (q->ring.error || virtq_avail_count(&q->ring) <= posted)
-			break;
-	}
-	virtio_queue_publish(&net->vdev, q);
-}
-
-static void net_tap_readable(struct io_source *src, uint32_t events)
-{
-	struct virtio_net *net = src->opaque;
-	struct virtio_queue *q = rxq(net);
-
-	pthread_mutex_lock(&q->lock);
-	if (q->live)
-		net_rx(net, q);
-	else
-		net_watch_tap(net, false);
-	pthread_mutex_unlock(&q->lock);
-}
-
-static void net_tx_one(struct virtio_net *net, const struct virtq_chain *c)
+static void net_tx_one(struct net_queue_pair *p, const struct virtq_chain *c)
 {
 	struct iovec iov[NET_QUEUE_SIZE];
 	unsigned int i;
 
-	if (c->nr_in || c->out_len < net->hdr_len || c->nr_out > NET_QUEUE_SIZE) {
-		net->tx_dropped++;	/* not a frame the spec allows */
+	if (c->nr_in || c->out_len < p->net->hdr_len ||
+	    c->nr_out > NET_QUEUE_SIZE) {
+		p->tx_dropped++;	/* not a frame the spec allows */
 		return;
 	}
 	for (i = 0; i < c->nr_out; i++)
 		iov[i] = (struct iovec) { c->out[i].hva, c->out[i].len };
-	while (writev(net->tap.fd, iov, c->nr_out) < 0) {
+	while (writev(p->fd, iov, c->nr_out) < 0) {
 		if (errno != EINTR) {
-			net->tx_dropped++;	/* tap down or its queue full */
+			p->tx_dropped++;	/* backend down or full */
 			break;
 		}
 	}
 }
 
-static void net_tx(struct virtio_net *net, struct virtio_queue *q)
+static void net_tx(struct net_queue_pair *p, struct virtio_queue *q)
 {
+	struct virtio_net *net = p->net;
 	struct virtq_chain c;
 	int ret;
 
 	do {
 		virtq_enable_notify(&q->ring, false);
 		while ((ret = virtq_pop(&q->ring, &c)) > 0) {
-			net_tx_one(net, &c);
+			net_tx_one(p, &c);
 			q->requests++;
 			virtq_push(&q->ring, c.head, 0);
 		}
@@ -230,58 +99,149 @@ static void net_tx(struct virtio_net *net, struct virtio_queue *q)
 static void net_queue_kick(struct virtio_device *vdev, struct virtio_queue *q)
 {
 	struct virtio_net *net = vdev->priv;
+	struct net_queue_pair *p = NULL;
 
-	if (q->index == NET_TXQ) {
-		net_tx(net, q);
-		return;
+	switch (net_queue_role(net, q->index, &p)) {
+	case NET_QUEUE_TX:
+		net_tx(p, q);
+		break;
+	case NET_QUEUE_RX:
+		/* New receive buffers: deliver what waits, watch again. */
+		net_rx_resume(p, q);
+		break;
+	case NET_QUEUE_CTRL:
+		net_ctrl_kick(net, q);
+		break;
+	case NET_QUEUE_UNUSED:
+		break;
 	}
-	/* New receive buffers: deliver what waits, then watch the tap. */
-	net_watch_tap(net, true);
-	net_rx(net, q);
+}
+
+int net_set_active_pairs(struct virtio_net *net, unsigned int n)
+{
+	struct net_backend *be = &net->backend;
+	unsigned int i;
+	int err = 0;
+
+	for (i = 1; i < net->nr_pairs; i++)
+		if (be->ops->enable_queue(be, i, i < n))
+			err = -1;
+	__atomic_store_n(&net->active_pairs, n, __ATOMIC_RELAXED);
+	/*
+	 * A pair that comes back may have stopped watching its detached
+	 * queue; buffers the driver posted long ago are waiting for frames.
+	 */
+	for (i = 1; i < n; i++) {
+		struct virtio_queue *q = net_pair_rxq(net->pairs[i]);
+
+		pthread_mutex_lock(&q->lock);
+		if (q->live)
+			net_rx_resume(net->pairs[i], q);
+		pthread_mutex_unlock(&q->lock);
+	}
+	return err;
+}
+
+/*
+ * The backend may hand the guest what the driver accepts: partially
+ * checksummed frames (GUEST_CSUM) and large TCP segments (GUEST_TSO4/6),
+ * which the header then describes; what the driver sends (CSUM,
+ * HOST_TSO) the tap takes in any case.
+ */
+int net_set_guest_offloads(struct virtio_net *net, uint64_t features)
+{
+	struct net_backend *be = &net->backend;
+	unsigned int flags = 0;
+	int ret;
+
+	if (!be->offloads)
+		return 0;
+	if (features & (1ULL << VIRTIO_NET_F_GUEST_CSUM)) {
+		flags |= TUN_F_CSUM;
+		if (features & (1ULL << VIRTIO_NET_F_GUEST_TSO4))
+			flags |= TUN_F_TSO4;
+		if (features & (1ULL << VIRTIO_NET_F_GUEST_TSO6))
+			flags |= TUN_F_TSO6;
+	}
+	ret = be->ops->set_offloads(be, flags);
+	if (ret)
+		pr_warn("network '%s': cannot set offloads %#x", be->name,
+			flags);
+	return ret;
 }
 
 static void net_reset(struct virtio_device *vdev)
 {
 	struct virtio_net *net = vdev->priv;
-	struct virtio_queue *q = rxq(net);
+	unsigned int i;
 
-	pthread_mutex_lock(&q->lock);
-	net_watch_tap(net, false);
-	net->pending_len = 0;
-	pthread_mutex_unlock(&q->lock);
-	tap_set_offloads(&net->tap, 0);
+	for (i = 0; i < net->nr_pairs; i++) {
+		struct net_queue_pair *p = net->pairs[i];
+		struct virtio_queue *q = net_pair_rxq(p);
+
+		pthread_mutex_lock(&q->lock);
+		net_watch_backend(p, false);
+		p->pending_len = 0;
+		pthread_mutex_unlock(&q->lock);
+	}
+	net_set_guest_offloads(net, 0);
+	net_filter_reset(&net->filter, net->config.mac);
 }
 
-/*
- * The tap may give us what the driver accepts: partially checksummed
- * frames (GUEST_CSUM) and large TCP segments (GUEST_TSO4/6), which the
- * header then describes; what the driver sends (CSUM, HOST_TSO) the tap
- * takes in any case.
- */
 static void net_driver_ok(struct virtio_device *vdev)
 {
 	struct virtio_net *net = vdev->priv;
-	unsigned int flags = 0;
+	struct net_backend *be = &net->backend;
 
 	/* A legacy driver without MRG_RXBUF uses the 10-byte header. */
 	net->hdr_len = virtio_has_feature(vdev, VIRTIO_F_VERSION_1) ||
 		       virtio_has_feature(vdev, VIRTIO_NET_F_MRG_RXBUF) ?
 		       NET_HDR_LEN : NET_HDR_LEN_LEGACY;
-	if (tap_set_header_len(&net->tap, net->hdr_len))
-		pr_warn("tap '%s': cannot set a %u-byte header", net->tap.ifname,
+	if (be->ops->set_header_len(be, net->hdr_len))
+		pr_warn("network '%s': cannot set a %u-byte header", be->name,
 			net->hdr_len);
-	if (!net->tap.offloads)
-		return;
-	if (virtio_has_feature(vdev, VIRTIO_NET_F_GUEST_CSUM)) {
-		flags |= TUN_F_CSUM;
-		if (virtio_has_feature(vdev, VIRTIO_NET_F_GUEST_TSO4))
-			flags |= TUN_F_TSO4;
-		if (virtio_has_feature(vdev, VIRTIO_NET_F_GUEST_TSO6))
-			flags |= TUN_F_TSO6;
+	net_filter_reset(&net->filter, net->config.mac);
+	/* One pair until the driver asks for more (VIRTIO_NET_CTRL_MQ). */
+	net_set_active_pairs(net, 1);
+	net_set_guest_offloads(net, vdev->guest_features);
+}
+
+/* Only a legacy driver writes the config: the MAC, nothing else. */
+static void net_config_written(struct virtio_device *vdev, unsigned int offset,
+			       unsigned int len)
+{
+	struct virtio_net *net = vdev->priv;
+	uint16_t status = VIRTIO_NET_S_LINK_UP;
+	uint16_t pairs = net->nr_pairs;
+
+	memcpy(&net->config.status, &status, sizeof(status));
+	memcpy(&net->config.max_virtqueue_pairs, &pairs, sizeof(pairs));
+	if (offset < ETH_ADDR_LEN)
+		net_filter_set_mac(&net->filter, net->config.mac);
+}
+
+/* Read at exit, once the I/O threads are stopped. */
+static void net_write_stats(struct virtio_device *vdev, FILE *f)
+{
+	struct virtio_net *net = vdev->priv;
+	uint64_t rx_dropped = 0, rx_filtered = 0, tx_dropped = 0, bad = 0;
+	unsigned int i;
+
+	for (i = 0; i < net->nr_pairs; i++) {
+		bad += net->pairs[i]->rx_bad_buffers;
+		rx_dropped += net->pairs[i]->rx_dropped;
+		rx_filtered += net->pairs[i]->rx_filtered;
+		tx_dropped += net->pairs[i]->tx_dropped;
 	}
-	if (tap_set_offloads(&net->tap, flags))
-		pr_warn("tap '%s': cannot set offloads %#x", net->tap.ifname,
-			flags);
+	fprintf(f, "\"backend\":\"%s\",\"queue_pairs\":%u,"
+		"\"active_pairs\":%u,\"rx_dropped\":%llu,"
+		"\"rx_filtered\":%llu,\"rx_bad_buffers\":%llu,"
+		"\"tx_dropped\":%llu",
+		net->backend.name, net->nr_pairs,
+		__atomic_load_n(&net->active_pairs, __ATOMIC_RELAXED),
+		(unsigned long long)rx_dropped,
+		(unsigned long long)rx_filtered, (unsigned long long)bad,
+		(unsigned long long)tx_dropped);
 }
 
 static const struct virtio_device_ops net_ops = {
@@ -290,21 +250,129 @@ static const struct virtio_device_ops net_ops = {
 	.queue_kick = net_queue_kick,
 	.reset = net_reset,
 	.driver_ok = net_driver_ok,
+	.config_written = net_config_written,
+	.write_stats = net_write_stats,
 };
 
 static uint64_t net_features(const struct virtio_net *net)
 {
 	uint64_t f = (1ULL << VIRTIO_NET_F_MAC) | (1ULL << VIRTIO_NET_F_STATUS) |
-		     (1ULL << VIRTIO_NET_F_MRG_RXBUF);
+		     (1ULL << VIRTIO_NET_F_MRG_RXBUF) |
+		     (1ULL << VIRTIO_NET_F_CTRL_VQ) |
+		     (1ULL << VIRTIO_NET_F_CTRL_RX) |
+		     (1ULL << VIRTIO_NET_F_CTRL_RX_EXTRA) |
+		     (1ULL << VIRTIO_NET_F_CTRL_MAC_ADDR);
 
-	if (net->tap.offloads)
+	if (net->nr_pairs > 1)
+		f |= 1ULL << VIRTIO_NET_F_MQ;
+	if (net->backend.offloads)
 		f |= (1ULL << VIRTIO_NET_F_CSUM) |
 		     (1ULL << VIRTIO_NET_F_GUEST_CSUM) |
 		     (1ULL << VIRTIO_NET_F_HOST_TSO4) |
 		     (1ULL << VIRTIO_NET_F_HOST_TSO6) |
 		     (1ULL << VIRTIO_NET_F_GUEST_TSO4) |
-		     (1ULL << VIRTIO_NET_F_GUEST_TSO6);
+		     (1ULL << VIRTIO_NET_F_GUEST_TSO6) |
+		     (1ULL << VIRTIO_NET_F_CTRL_GUEST_OFFLOADS);
 	return f;
+}
+
+static int net_open_backend(struct virtio_net *net,
+			    const struct virtio_net_options *opts)
+{
+	if (opts->net.mode == NET_MODE_USER) {
+#ifdef CONFIG_SLIRP
+		return slirp_backend_open(&net->backend, &opts->net);
+#else
+		pr_err("-n mode=user: this lkvm was built without libslirp (user-mode networking)");
+		return -1;
+#endif
+	}
+	return tap_backend_open(&net->backend, &opts->net, net->nr_pairs);
+}
+
+static int net_create_pairs(struct virtio_net *net, struct vm *vm)
+{
+	unsigned int i;
+
+	for (i = 0; i < net->nr_pairs; i++) {
+		struct net_queue_pair *p = vm_zalloc(vm, sizeof(*p));
+		char name[24];
+
+		if (!p)
+			return -1;
+		net->pairs[i] = p;
+		p->net = net;
+		p->index = i;
+		p->rx_estimate = NET_HDR_LEN + 1514;	/* an Ethernet MTU */
+		p->fd = net->backend.fds[i];
+		p->backend_src = (struct io_source) {
+			.fd = p->fd, .handler = net_backend_readable, .opaque = p,
+		};
+		snprintf(name, sizeof(name), "net-io%u", i);
+		p->iothread = iothread_create(vm, name);
+		if (!p->iothread)
+			return -1;
+	}
+	return 0;
+}
+
+/* Pair i's queues on pair i's thread; the control queue on the last. */
+static void net_bind_queues(struct virtio_net *net)
+{
+	unsigned int i;
+
+	for (i = 0; i < net->vdev.nr_queues; i++)
+		net->vdev.queues[i].iothread =
+			net->pairs[MIN(i / 2, net->nr_pairs - 1)]->iothread;
+}
+
+static int net_start_pairs(struct virtio_net *net)
+{
+	unsigned int i;
+
+	for (i = 0; i < net->nr_pairs; i++)
+		if (iothread_start(net->pairs[i]->iothread))
+			return -1;
+	return 0;
+}
+
+static void net_destroy_pairs(struct virtio_net *net)
+{
+	unsigned int i;
+
+	for (i = 0; i < net->nr_pairs; i++) {
+		if (net->pairs[i] && net->pairs[i]->iothread) {
+			iothread_destroy(net->pairs[i]->iothread);
+			net->pairs[i]->iothread = NULL;
+		}
+	}
+}
+
+static void net_init_config(struct virtio_net *net, const uint8_t *mac)
+{
+	uint16_t status = VIRTIO_NET_S_LINK_UP;
+	uint16_t pairs = net->nr_pairs;
+
+	memcpy(net->config.mac, mac, ETH_ADDR_LEN);
+	memcpy(&net->config.status, &status, sizeof(status));
+	memcpy(&net->config.max_virtqueue_pairs, &pairs, sizeof(pairs));
+	net->vdev.config = (uint8_t *)&net->config;
+	/* Up to max_virtqueue_pairs: no MTU or speed fields are offered. */
+	net->vdev.config_size = offsetof(struct virtio_net_config, mtu);
+	net->vdev.host_features |= net_features(net);
+	net_filter_reset(&net->filter, mac);
+}
+
+static int net_attach_transport(struct vm *vm, struct virtio_net *net,
+				const struct virtio_net_options *opts)
+{
+	if (opts->custom_transport) {
+		net->vdev.transport = opts->custom_transport;
+		net->vdev.transport_priv = opts->custom_transport_priv;
+		return 0;
+	}
+	return virtio_transport_attach(vm, &net->vdev, opts->transport,
+				       PCI_CLASS_NETWORK);
 }
 
 struct virtio_net *virtio_net_create(struct vm *vm,
@@ -314,48 +382,42 @@ struct virtio_net *virtio_net_create(struct vm *vm,
 
 	if (!net)
 		return NULL;
-	net->tap.fd = -1;
 	net->hdr_len = NET_HDR_LEN;
-	if (tap_open(&net->tap, opts->net.tapif[0] ? opts->net.tapif : NULL))
+	net_filter_init(&net->filter);
+	net->nr_pairs = MAX(1u, MIN(opts->net.queues,
+				    (unsigned int)NET_MAX_QUEUE_PAIRS));
+	if (net_open_backend(net, opts))
 		return NULL;
-	net->tap_src = (struct io_source) {
-		.fd = net->tap.fd, .handler = net_tap_readable, .opaque = net,
-	};
-	net->iothread = iothread_create(vm, "net-io");
-	if (!net->iothread ||
-	    virtio_device_init(&net->vdev, vm, &net_ops, net, 2, NET_QUEUE_SIZE,
-			       net->iothread, opts->use_ioeventfd))
+	/* A backend may offer fewer queues (user mode has one). */
+	net->nr_pairs = net->backend.nr_queues;
+	if (net_create_pairs(net, vm) ||
+	    virtio_device_init(&net->vdev, vm, &net_ops, net,
+			       2 * net->nr_pairs + 1, NET_QUEUE_SIZE,
+			       net->pairs[0]->iothread, opts->use_ioeventfd))
 		goto fail;
-	memcpy(net->config.mac, opts->net.mac, 6);
-	net->config.status = VIRTIO_NET_S_LINK_UP;
-	net->vdev.host_features |= net_features(net);
-	net->vdev.config = (uint8_t *)&net->config;
-	/* Up to status: no multi-queue or MTU fields are offered. */
-	net->vdev.config_size = offsetof(struct virtio_net_config,
-					 max_virtqueue_pairs);
-	if (virtio_transport_attach(vm, &net->vdev, opts->transport,
-				    PCI_CLASS_NETWORK) ||
-	    iothread_start(net->iothread))
+	net_bind_queues(net);
+	net_init_config(net, opts->net.mac);
+	if (net_attach_transport(vm, net, opts) || net_start_pairs(net))
 		goto fail;
 	return net;
 fail:
-	iothread_destroy(net->iothread);
-	net->iothread = NULL;
-	tap_close(&net->tap);
+	net_destroy_pairs(net);
+	net_backend_close(&net->backend);
 	return NULL;
 }
 
 void virtio_net_destroy(struct virtio_net *net)
 {
-	if (!net)
+	unsigned int i;
+
+	if (!net || net->stopped)
 		return;
-	if (!net->iothread)
-		return;	/* already stopped */
-	iothread_stop(net->iothread);
+	for (i = 0; i < net->nr_pairs; i++)
+		iothread_stop(net->pairs[i]->iothread);
 	virtio_device_stop(&net->vdev);
-	iothread_destroy(net->iothread);
-	net->iothread = NULL;
-	tap_close(&net->tap);
+	net_destroy_pairs(net);
+	net_backend_close(&net->backend);
+	net->stopped = true;	/* the counters stay for --stats */
 }
 
 struct virtio_device *virtio_net_device(struct virtio_net *net)

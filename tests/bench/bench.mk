@@ -31,3 +31,16 @@ bench-notify: $(LKVM_BIN) guest-kit
 BENCH_TARGETS += bench-requests
 bench-requests: $(LKVM_BIN) guest-kit
 	/usr/bin/python3 tests/bench/request_bench.py
+
+# virtio-net: lkvm's device driven from a host thread (net_ring_bench lkvm),
+# the tap's own limit with the same frames (net_ring_bench tap), and a
+# polling guest-kit driver (guest/kit/netbench.elf); 64-byte and 64 KiB
+# (TSO) frames each way, each in a network namespace of its own.
+NET_RING_BENCH := $(BUILD)/tests/bench/net_ring_bench
+$(NET_RING_BENCH): $(BUILD)/tests/bench/net_ring_bench.o $(LIBLKVM)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+.PHONY: bench-net
+BENCH_TARGETS += bench-net
+bench-net: $(NET_RING_BENCH) $(LKVM_BIN) guest-kit
+	/usr/bin/python3 tests/bench/net_bench.py $(NET_RING_BENCH)

@@ -209,3 +209,44 @@ def test_disk_is_a_directory(tmp):
 def test_bad_transport():
     assert_one_line_error(run(["run", "-k", EXIT_ELF, "--virtio-transport",
                                "usb"]), "--virtio-transport", "usb")
+
+
+# User-mode networking (-n user): the parser's and libslirp's refusals.
+@pytest.mark.parametrize("net", [
+    "mode=user,hostfwd=tcp::0-:22", "mode=user,hostfwd=tcp::2222",
+    "mode=user,hostfwd=tcp::2222-:65536", "mode=user,hostfwd=sctp::2222-:22",
+    "mode=user,hostfwd=tcp:1.2.3:2222-:22"])
+def test_net_user_bad_hostfwd(net):
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-n", net]),
+                          "hostfwd", net)
+
+
+def test_net_user_tapif():
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-n",
+                               "mode=user,tapif=x"]), "tapif", "mode=tap")
+
+
+def test_net_user_hostfwd_port_busy():
+    """The host port is taken: lkvm names it and stops before the guest
+    runs."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        p = run(["run", "-k", EXIT_ELF, "-n",
+                 "mode=user,hostfwd=tcp::%d-:22" % port])
+    assert_one_line_error(p, "hostfwd", "127.0.0.1:%d" % port,
+                          "Address already in use")
+
+
+def test_net_user_without_libslirp():
+    """lkvm.static cannot have libslirp (a shared library only)."""
+    static = os.environ.get("LKVM_STATIC", os.path.join(TOP, "lkvm.static"))
+    if not os.path.exists(static):
+        pytest.skip("no lkvm.static (not built with SANITIZE=1)")
+    p = subprocess.run([static, "run", "-k", EXIT_ELF, "-n", "user"],
+                       stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=20)
+    assert_one_line_error(p, "built without libslirp",
+                          "user-mode networking")

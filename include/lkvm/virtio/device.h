@@ -17,6 +17,7 @@
 #define VIRTIO_RING_NO_LEGACY	/* its struct virtq is not ours */
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "lkvm/iothread.h"
@@ -50,6 +51,9 @@ struct virtio_queue {
 	struct virtq ring;
 	int kick_fd;
 	struct io_source kick;
+	/* Serves the kicks: the device's, unless the device gives each
+	 * queue (pair) its own. Set before the driver can start the queue. */
+	struct iothread *iothread;
 
 	/* Counters, read at exit. */
 	uint64_t kicks_eventfd;		/* notifies that never left the kernel */
@@ -70,6 +74,8 @@ struct virtio_device_ops {
 	void (*reset)(struct virtio_device *vdev);
 	/* Optional: DRIVER_OK, features final; called under vdev->lock. */
 	void (*driver_ok)(struct virtio_device *vdev);
+	/* Optional: the device's own --stats fields, "key":value,... */
+	void (*write_stats)(struct virtio_device *vdev, FILE *f);
 };
 
 struct virtio_transport_ops {

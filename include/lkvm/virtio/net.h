@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* virtio-net: a tap device as a virtio network card. */
+/* virtio-net: a network card on a tap or on user-mode networking. */
 #ifndef LKVM_VIRTIO_NET_H
 #define LKVM_VIRTIO_NET_H
 
@@ -16,6 +16,12 @@ struct virtio_net_options {
 	struct net_config net;
 	enum virtio_transport transport;
 	bool use_ioeventfd;
+	/*
+	 * A transport of the caller's instead of `transport` (benchmarks drive
+	 * the device from a host thread through it); NULL normally.
+	 */
+	const struct virtio_transport_ops *custom_transport;
+	void *custom_transport_priv;
 };
 
 struct virtio_net *virtio_net_create(struct vm *vm,

@@ -1,0 +1,122 @@
+"""User-mode networking (-n user, libslirp) with a real Linux guest: Debian's
+generic kernel under lkvm, nested in one QEMU TCG L1 guest
+(tests/nested/nested.py), one L2 boot.
+
+libslirp is a shared library, so L1 gets the dynamic ./lkvm and the
+libraries ldd names (with util-linux's setpriv), not lkvm.static. In L1
+(tests/nested/user-net-job.sh) lkvm runs as uid/gid 1000, allowed
+/dev/kvm through its group and nothing else. The guest
+(tests/nested/user-net-check.sh) gets its address from slirp's DHCP,
+pings the gateway alias, downloads 2 MiB from an httpd on L1's loopback
+through 10.0.2.2, and serves 2 MiB that L1 fetches through
+hostfwd=tcp::8080-:80; a second rule with an explicit guest address
+(127.0.0.1:2323-10.0.2.15:23) carries L1's "go" that ends the guest.
+Nothing leaves L1, which has no network but its loopback.
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nested  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHECK = os.path.join(HERE, "user-net-check.sh")
+JOB = os.path.join(HERE, "user-net-job.sh")
+LKVM = os.path.join(nested.TOP, "lkvm")
+SETPRIV = "/usr/bin/setpriv"
+TIMINGS = []
+
+
+def shared_libs(binary):
+    """{path the loader looks for: host file} for a dynamic binary (ldd)."""
+    out = subprocess.run(["ldd", binary], check=True, stdout=subprocess.PIPE,
+                         universal_newlines=True).stdout
+    libs = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*(?:\S+ => )?(/\S+) \(0x", line)
+        if m:
+            libs[m.group(1)] = os.path.realpath(m.group(1))
+    return libs
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    work = os.environ.get("LKVM_NESTED_WORK") or str(
+        tmp_path_factory.mktemp("nested-user-net"))
+    lkvm = os.environ.get("LKVM_NESTED_LKVM") or LKVM
+    if not os.path.exists(lkvm):
+        pytest.fail("%s is missing: run 'make lkvm'" % lkvm)
+    nested.build_helpers()
+    kernel = nested.fetch_kernels(["generic"])["generic"]
+    initrd = nested.build_l2_initramfs(
+        os.path.join(work, "l2-user-net.gz"), kernel,
+        ["--add", CHECK + ":/net/user-net-check.sh"])
+    files = {"/l2/vmlinux": kernel["vmlinux"], "/l2/user-net-initrd": initrd,
+             "/l1/user-net-job.sh": JOB, "/l1/bin/setpriv": SETPRIV}
+    libs = shared_libs(lkvm)
+    if not any("libslirp" in p for p in libs):
+        pytest.fail("%s does not link libslirp" % lkvm)
+    files.update(libs)
+    files.update(shared_libs(SETPRIV))
+    jobs = [nested.Job("user-net", ["sh", "/l1/user-net-job.sh",
+                                    "/l1/bin/setpriv"], timeout=200)]
+    l1 = nested.run_l1(jobs, files, l1_kernel=kernel, workdir=work,
+                       lkvm=lkvm)
+    assert l1.completed, l1.describe()
+    j = l1.jobs.get("user-net")
+    assert j is not None and j.ended, "no result:\n%s" % l1.tail()
+    TIMINGS.append("user-net: L1 run %.1f s, L2 job %.1f s" % (
+        l1.elapsed, j.time or 0))
+    return j
+
+
+def _ctx(j):
+    return "facts %s\n%s" % (j.facts, j.tail(60))
+
+
+def test_runs_unprivileged_and_exits_cleanly(job):
+    f = job.facts
+    assert f.get("lkvm_comm") == "lkvm", _ctx(job)
+    assert f.get("lkvm_uid") == "1000,1000", _ctx(job)
+    assert f.get("lkvm_gid") == "1000,1000", _ctx(job)
+    assert f.get("lkvm_groups", "") == "", _ctx(job)
+    assert f.get("lkvm_rc") == "0", _ctx(job)
+
+
+def test_dhcp_lease(job):
+    f = job.facts
+    assert f.get("eth0") == "yes", _ctx(job)
+    assert f.get("udhcpc_rc") == "0", _ctx(job)
+    assert f.get("dhcp_ip") == "10.0.2.15", _ctx(job)
+    assert f.get("dhcp_mask") == "24", _ctx(job)
+    assert f.get("dhcp_router") == "10.0.2.2", _ctx(job)
+    assert f.get("dhcp_dns") == "10.0.2.3", _ctx(job)
+    assert f.get("addr") == "10.0.2.15/24", _ctx(job)
+
+
+def test_gateway_reaches_l1_loopback(job):
+    f = job.facts
+    assert f.get("ping_rc") == "0", _ctx(job)
+    assert f.get("fetch_rc") == "0", _ctx(job)
+    assert f.get("fetch_bytes") == str(2 << 20), _ctx(job)
+    assert f.get("fetch_md5") == f.get("l1_blob_md5"), _ctx(job)
+
+
+def test_hostfwd_reaches_guest(job):
+    f = job.facts
+    assert f.get("fwd_ready") == "ready", _ctx(job)
+    assert f.get("fwd_rc") == "0", _ctx(job)
+    assert f.get("fwd_bytes") == str(2 << 20), _ctx(job)
+    assert f.get("fwd_md5") == f.get("guest_blob_md5"), _ctx(job)
+    # The rule with the explicit guest address: L1's word arrived.
+    assert f.get("go_rc") == "0", _ctx(job)
+    assert f.get("go") == "go", _ctx(job)
+
+
+def test_ipv6_router_advertisement(job):
+    assert job.facts.get("addr6", "").startswith("fec0::"), _ctx(job)
