@@ -379,8 +379,8 @@ def test_net_blast_on_the_host(tmp_path):
     """The transfer helper itself, over loopback in a network namespace of
     its own: the md5 it prints for data arriving in odd-sized pieces is
     hashlib's, and what it sends is the payload payload_md5() describes."""
-    if not shutil.which("unshare"):
-        pytest.skip("no unshare")
+    if not shutil.which("unshare") or os.geteuid():
+        pytest.skip("needs unshare -n (root)")
     nested.build_helpers([NET_BLAST])
     block = tmp_path / "block.bin"
     block.write_bytes(BLOCK)
