@@ -27,13 +27,14 @@ ways, queues are served through ioeventfd, lkvm dropped no frame (its
 --stats counters: TCP would hide drops from the md5s), the guest's dmesg
 has no warnings, lkvm exits 0. test_net_blast_on_the_host checks the helper alone.
 
-Timings on the 2-core development box, nothing else running (the "nested
-timings" section of the output prints them for every run): the whole file
-3 min 20 s; L1 195 s on the host, of which per L2 boot 51-71 s (boot to
-the checks 14-17 s); 100 MiB guest -> L1 7-16 s, L1 -> guest 6-9 s; 8 MiB
-0.4-2 s. iperf3 (nested TCG, correctness only): 90-150 Mbit/s guest -> L1,
-120-230 Mbit/s L1 -> guest. On a loaded box all of it can take twice as
-long: each lkvm run has 180 s.
+Timings on the 2-core development box, three runs with nothing else
+nested running (the "nested timings" section of the output prints them
+every time): the whole file 2 min 53 s - 3 min 20 s; L1 170-195 s on the
+host, of which per L2 boot 49-71 s in L1 (boot to the checks 13-17 s);
+100 MiB guest -> L1 5.7-16 s, L1 -> guest 4.5-10 s; 8 MiB 0.4-2 s.
+iperf3 (nested TCG, correctness only): guest -> L1 31-151 Mbit/s, L1 ->
+guest 118-237 Mbit/s. On a loaded box all of it can take twice as long:
+each lkvm run has 180 s.
 
 Environment: LKVM_NESTED_WORK keeps the L1 image and console.log;
 LKVM_NESTED_NET_REPLAY=console.log re-checks a saved console without
