@@ -8,7 +8,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 def pytest_terminal_summary(terminalreporter):
     lines = []
-    for mod in ("test_boot", "test_init", "test_user_net"):
+    for mod in ("test_boot", "test_init", "test_user_net", "test_net"):
         m = sys.modules.get(mod)
         lines += getattr(m, "TIMINGS", [])
     if lines:

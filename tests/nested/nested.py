@@ -224,11 +224,13 @@ def mkinitramfs(out, *args):
     return out
 
 
-def build_helpers():
-    """Make the guest-side binaries (cheap when they are up to date)."""
-    subprocess.run(["make", "-C", TOP, "--no-print-directory", "-s",
-                    os.path.relpath(GUEST_INIT, TOP),
-                    os.path.relpath(XSAVE_CHECK, TOP)], check=True)
+def build_helpers(extra=()):
+    """Make the guest-side binaries (cheap when they are up to date), and
+    the extra ones (paths) a test needs."""
+    subprocess.run(["make", "-C", TOP, "--no-print-directory", "-s"] +
+                   [os.path.relpath(p, TOP)
+                    for p in [GUEST_INIT, XSAVE_CHECK] + list(extra)],
+                   check=True)
 
 
 def build_l2_initramfs(out, kernel, extra_args=()):
@@ -241,10 +243,12 @@ def build_l2_initramfs(out, kernel, extra_args=()):
     return mkinitramfs(out, *args, *extra_args)
 
 
-def build_l1_initramfs(out, l1_kernel, jobs, files, lkvm=LKVM_STATIC):
+def build_l1_initramfs(out, l1_kernel, jobs, files, lkvm=LKVM_STATIC,
+                       extra_args=()):
     """The L1 image: busybox, kvm-amd, lkvm as /bin/lkvm, the jobs, files.
 
-    files maps a path inside L1 to a host file. The archive is not
+    files maps a path inside L1 to a host file; extra_args go to
+    mkinitramfs (say, ["--binary", "/usr/bin/iperf3"]). The archive is not
     compressed: most of it is kernels, which compress badly (bzImages) or
     slowly, and gunzip under TCG would cost more than it saves; the
     kernel unpacks a plain cpio with a memcpy.
@@ -269,7 +273,7 @@ def build_l1_initramfs(out, l1_kernel, jobs, files, lkvm=LKVM_STATIC):
             args += ["--add", lkvm + ":/bin/lkvm"]
         for dest, src in sorted(files.items()):
             args += ["--add", "%s:%s" % (src, dest)]
-        return mkinitramfs(out, *args)
+        return mkinitramfs(out, *args, *extra_args)
 
 
 def boot_l1(kernel, initrd, timeout, log=None, mem=2048, cpus=2,
@@ -328,10 +332,11 @@ def boot_l1(kernel, initrd, timeout, log=None, mem=2048, cpus=2,
 
 
 def run_l1(jobs, files, l1_kernel=None, workdir=None, lkvm=LKVM_STATIC,
-           timeout=None, echo=False):
+           timeout=None, echo=False, l1_args=()):
     """Build the L1 image for jobs + files, boot it once, parse the console.
 
-    l1_kernel is a fetch_kernels() entry (default: the generic flavour).
+    l1_kernel is a fetch_kernels() entry (default: the generic flavour);
+    l1_args are more mkinitramfs arguments for the L1 image.
     The timeout defaults to L1's own start-up plus every job's bound.
     """
     if l1_kernel is None:
@@ -340,7 +345,7 @@ def run_l1(jobs, files, l1_kernel=None, workdir=None, lkvm=LKVM_STATIC,
         workdir = tempfile.mkdtemp(prefix="lkvm-nested-")
     os.makedirs(workdir, exist_ok=True)
     l1 = build_l1_initramfs(os.path.join(workdir, "l1.cpio"), l1_kernel,
-                            jobs, files, lkvm)
+                            jobs, files, lkvm, l1_args)
     if timeout is None:
         timeout = 90 + sum(j.timeout + 5 for j in jobs)
     # QEMU boots the uncompressed vmlinux through its PVH entry: that

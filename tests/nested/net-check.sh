@@ -1,39 +1,114 @@
 #!/bin/sh
-# L2 side of the virtio-net nested test, run by guest/init as
-# lkvm.run=/net/net-check.sh,MAC: bring the NIC up with a link-local
-# address, ping L1's end of the tap (inside L1 only), report facts.
-mac=$1
+# L2 side of the nested virtio-net tests, run by guest/init as
+#
+#   lkvm.run=/net/net-check.sh,IPERF_SECS,MAC/MIB[,MAC/MIB...]
+#
+# for the NICs that tests/nested/net-job.sh gave lkvm, in its order. NIC i is
+# found by its MAC (the kernel names interfaces as it likes), gets
+# 169.254.$((77 + i)).2/24 and pings L1 at .1 (inside L1 only); then, one NIC
+# after the other, MIB MiB go to L1 (port 5000+2i) and come back (5001+2i):
+# the same payload as net-job.sh makes (8-digit chunk number + /net/block.bin
+# per MiB; tests/nested/net-blast.c sends it and hashes what it receives).
+# With IPERF_SECS > 0, iperf3 runs IPERF_SECS seconds each way over NIC 0
+# (-J, one line each: "@@IPERF fwd|rev JSON"). Everything else is
+# "@@FACT key=value".
+iperf=$1
+shift
+BLOCK=/net/block.bin
+
 fact() { echo "@@FACT $1=$2"; }
+up() { cut -d' ' -f1 /proc/uptime; }
+counters() {
+	d=/sys/class/net/$1/statistics
+	cat "$d/rx_bytes" "$d/rx_packets" "$d/tx_bytes" "$d/tx_packets" | tr '\n' ' '
+}
+# The interface with this MAC, if any.
+ifname() {
+	for d in /sys/class/net/*; do
+		[ "$(cat "$d/address")" = "$1" ] && basename "$d"
+	done
+}
+
+# How many network interfaces besides lo.
+nics() {
+	c=0
+	for d in /sys/class/net/*; do
+		[ "${d##*/}" = lo ] || c=$((c + 1))
+	done
+	echo $c
+}
+
+fact t_start "$(up)"
+n=0
+while [ "$(nics)" -lt $# ] && [ $n -lt 100 ]; do
+	sleep 0.1
+	n=$((n + 1))
+done
+fact nics "$(nics)"
 
 i=0
-while [ ! -e /sys/class/net/eth0 ] && [ $i -lt 100 ]; do
-	sleep 0.1
+for spec; do
+	mac=${spec%%/*}
+	dev=$(ifname "$mac")
+	fact nic${i}_if "$dev"
+	if [ -n "$dev" ]; then
+		fact nic${i}_driver "$(basename "$(readlink /sys/class/net/"$dev"/device/driver)")"
+		ip link set "$dev" up
+		ip addr add 169.254.$((77 + i)).2/24 dev "$dev"
+	fi
 	i=$((i + 1))
 done
-fact eth0 "$([ -e /sys/class/net/eth0 ] && echo yes || echo no)"
-fact mac "$(cat /sys/class/net/eth0/address 2>/dev/null)"
-fact mac_expected "$mac"
-fact driver "$(basename "$(readlink /sys/class/net/eth0/device/driver)" 2>/dev/null)"
-ip link set eth0 up
-ip addr add 169.254.77.2/24 dev eth0
-fact carrier "$(cat /sys/class/net/eth0/carrier 2>/dev/null)"
-# Bounded: 5 pings, 2 s each at most.
-ping -c 5 -W 2 169.254.77.1 >/tmp/ping 2>&1
-fact ping_rc $?
-fact ping_summary "$(grep 'packets transmitted' /tmp/ping)"
-# A larger transfer both ways: 1 MiB through nc would need a peer; a
-# 1400-byte ping exercises full-size frames.
-ping -c 3 -W 2 -s 1400 169.254.77.1 >/tmp/ping2 2>&1
-fact bigping_rc $?
-# TCP both ways through L1's busybox nc listeners (4 MiB each), md5 checked.
-yes lkvm-net-payload | head -c 4194304 | nc -w 10 169.254.77.1 5000
-fact send_rc $?
-# Frames as the guest's NIC sent them: bigger than an MTU means TSO.
-fact tx_bytes "$(cat /sys/class/net/eth0/statistics/tx_bytes)"
-fact tx_packets "$(cat /sys/class/net/eth0/statistics/tx_packets)"
-nc -w 10 169.254.77.1 5001 >/tmp/in.bin
-fact recv_md5 "$(md5sum </tmp/in.bin | cut -d' ' -f1)"
-fact recv_bytes "$(wc -c </tmp/in.bin)"
-dmesg | grep -c -i "virtio_net.*\(error\|fail\)" >/tmp/neterr
-fact net_errors "$(cat /tmp/neterr)"
+i=0
+for spec; do
+	dev=$(ifname "${spec%%/*}")
+	peer=169.254.$((77 + i)).1
+	fact nic${i}_carrier "$(cat /sys/class/net/"$dev"/carrier 2>/dev/null)"
+	# Bounded: 5 pings 0.2 s apart, 2 s for the last answer; then
+	# full-size frames (1472 + 28 bytes of headers: the MTU).
+	ping -c 5 -i 0.2 -W 2 $peer >/tmp/ping 2>&1
+	fact nic${i}_ping_rc $?
+	fact nic${i}_ping_summary "$(grep 'packets transmitted' /tmp/ping)"
+	ping -c 3 -i 0.2 -W 2 -s 1472 $peer >/tmp/ping 2>&1
+	fact nic${i}_bigping_rc $?
+	i=$((i + 1))
+done
+
+# TCP through L1's net-blast listeners; the guest's NIC counters around
+# each transfer show how big the frames were.
+i=0
+for spec; do
+	dev=$(ifname "${spec%%/*}")
+	mib=${spec#*/}
+	peer=169.254.$((77 + i)).1
+	[ "$mib" -gt 0 ] || { i=$((i + 1)); continue; }
+	fact nic${i}_cnt_before "$(counters "$dev")"
+	out=$(/net/net-blast send $peer $((5000 + 2 * i)) "$mib" $BLOCK 2>&1)
+	fact nic${i}_send_rc $?
+	fact nic${i}_send "$out"
+	fact nic${i}_cnt_sent "$(counters "$dev")"
+	out=$(/net/net-blast recv $peer $((5001 + 2 * i)) 2>&1)
+	fact nic${i}_recv_rc $?
+	fact nic${i}_recv "$out"
+	fact nic${i}_cnt_received "$(counters "$dev")"
+	i=$((i + 1))
+done
+
+if [ "$iperf" -gt 0 ]; then
+	t0=$(up)
+	iperf3 -c 169.254.77.1 -p 5201 -t "$iperf" -i 0 -J >/tmp/fwd.json 2>&1
+	fact iperf_fwd_rc $?
+	iperf3 -c 169.254.77.1 -p 5202 -t "$iperf" -i 0 -J -R >/tmp/rev.json 2>&1
+	fact iperf_rev_rc $?
+	fact iperf_s "$(awk "BEGIN { print $(up) - $t0 }")"
+	# Spaces go too (even inside strings): every console byte is an exit.
+	echo "@@IPERF fwd $(tr -d ' \n\t' </tmp/fwd.json)"
+	echo "@@IPERF rev $(tr -d ' \n\t' </tmp/rev.json)"
+fi
+
+# Anything the kernel found wrong on the way.
+dmesg | grep -i -e 'virtio_net.*\(error\|fail\)' -e 'NETDEV WATCHDOG' \
+	-e 'WARNING:' -e 'Call Trace' -e 'BUG:' >/tmp/bad
+fact dmesg_bad "$(wc -l </tmp/bad)"
+sed 's/^/@@DMESG /' /tmp/bad
+fact t_end "$(up)"
 exit 0
