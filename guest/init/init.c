@@ -376,6 +376,34 @@ static void kill_all(void)
 		;
 }
 
+/*
+ * The UART sends from a kernel buffer; powering off before it is empty
+ * loses the command's last lines (through /dev/console this is the tty
+ * the command wrote to as well). tcdrain() alone was seen to return with
+ * kilobytes still queued on a 2-vCPU guest, so also wait, for at most
+ * 2 s, until the queue reads empty and the transmitter is idle.
+ */
+static void console_drain(void)
+{
+	unsigned int lsr, i;
+	int queued;
+
+	tcdrain(STDOUT_FILENO);
+	for (i = 0; i < 2000; i++) {
+		if (ioctl(STDOUT_FILENO, TIOCOUTQ, &queued))
+			return;		/* not a tty: nothing to wait for */
+		if (queued > 0) {
+			usleep(1000);
+			continue;
+		}
+		/* Not a serial port (no LSR to read): the queue is enough. */
+		if (ioctl(STDOUT_FILENO, TIOCSERGETLSR, &lsr) ||
+		    (lsr & TIOCSER_TEMT))
+			return;
+		usleep(1000);
+	}
+}
+
 static void debug_exit(int status)
 {
 	if (ioperm(DEBUG_EXIT_PORT, 1, 1)) {
@@ -390,12 +418,7 @@ static __attribute__((noreturn)) void end_vm(int status,
 {
 	kill_all();
 	sync();
-	/*
-	 * The UART sends from a kernel buffer; powering off before it is
-	 * empty loses the command's last lines. Through /dev/console this
-	 * waits for the tty that the command wrote to as well.
-	 */
-	tcdrain(STDOUT_FILENO);
+	console_drain();
 	if (requested) {
 		reboot(requested);
 	} else if (mode == STATUS_PORT || (mode == STATUS_AUTO && status)) {

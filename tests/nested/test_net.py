@@ -9,7 +9,9 @@ side, net-check.sh the guest's. Per NIC the guest finds the interface by the
 MAC given on the command line and pings L1 (56-byte and full-MTU frames);
 then 100 MiB go over TCP from the guest to L1 and 100 MiB back over the
 first NIC, 8 MiB each way over the second, and iperf3 runs 3 s each way
-(guest -> L1, then -R) over the first.
+(guest -> L1, then -R) over the first. A fourth boot ("mq": 2 vCPUs, one
+NIC with queues=2) runs both iperf3 tests at once, one per CPU, and every
+RX and TX queue of both pairs must serve requests.
 
 The bulk payload is made the same way on both sides and here: per MiB an
 8-digit chunk number and one 1 MiB - 8 byte random block, so a lost,
@@ -94,6 +96,10 @@ RUNS = [
         iperf=3, timeout=180),
     Run("mmio", "mmio", [("02:4c:4b:03:00:01", 100),
                          ("02:4c:4b:03:00:02", 8)], iperf=3, timeout=180),
+    # Multi-queue: two vCPUs, two queue pairs, the two iperf3 tests at once
+    # from different CPUs (test_multi_queue_spreads_flows).
+    Run("mq", "pci", [("02:4c:4b:04:00:01", 0, "queues=2")], iperf=3,
+        timeout=180, lkvm_args=["-c", "2"]),
 ]
 _only = os.environ.get("LKVM_NESTED_NET_RUNS")
 if _only:
@@ -292,7 +298,10 @@ def test_tcp_both_ways(l1, run, i):
     assert down and down[2] >= mib * MIB, "t%d tx %s; %s" % (i, down, ctx)
 
 
-@pytest.mark.parametrize("run", RUNS, ids=RUN_IDS)
+BULK_RUNS = [r for r in RUNS if r.nics[0][1]]
+
+
+@pytest.mark.parametrize("run", BULK_RUNS, ids=[r.name for r in BULK_RUNS])
 def test_offloads_large_segments(l1, run):
     """During NIC 0's bulk transfers the frames that cross the tap are on
     average longer than 1514 bytes, each way: the guest's TSO segments
@@ -374,6 +383,28 @@ def test_nothing_dropped(l1, run):
         bad = {k: dev.get(k) for k in ("rx_dropped", "rx_bad_buffers",
                                        "tx_dropped")}
         assert bad == dict.fromkeys(bad, 0), dev
+
+
+MQ_RUNS = [r for r in RUNS if "queues=" in r.nics[0][2]]
+
+
+@pytest.mark.parametrize("run", MQ_RUNS, ids=[r.name for r in MQ_RUNS])
+def test_multi_queue_spreads_flows(l1, run):
+    """queues=2 with 2 vCPUs: the guest's driver negotiates MQ and enables
+    both pairs (VIRTIO_NET_CTRL_MQ on the control queue), and flows from
+    the two CPUs use both: every RX and TX queue served requests."""
+    j = _job(l1, run.name)
+    f = j.facts
+    ctx = "%s:\n%s" % (run.name, j.tail())
+    assert f.get("nic0_rx_queues") == "2", ctx
+    assert f.get("nic0_tx_queues") == "2", ctx
+    (dev,) = _net_devices(j)
+    assert dev["queue_pairs"] == 2 and dev["active_pairs"] == 2, dev
+    rx0, tx0, rx1, tx1, ctrl = dev["queues"]
+    for name, q in (("rx0", rx0), ("tx0", tx0), ("rx1", rx1), ("tx1", tx1)):
+        assert q["requests"] > 0, (name, dev)
+    # MQ_VQ_PAIRS_SET and the receive-mode commands went through it.
+    assert ctrl["requests"] > 0, dev
 
 
 def test_net_blast_on_the_host(tmp_path):
