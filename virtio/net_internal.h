@@ -72,10 +72,14 @@ struct net_queue_pair {
 };
 
 /*
- * The config space is fixed after creation but for the MAC, which the
- * driver may change (legacy config write, or CTRL_MAC_ADDR) under
- * vdev->lock. active_pairs and hdr_len are set under vdev->lock (status)
- * or the control queue's lock, and read atomically by the I/O threads.
+ * The config space is fixed after creation but for the MAC, which a
+ * legacy driver may write (under vdev->lock). active_pairs and hdr_len
+ * are set under vdev->lock (status) or the control queue's lock, and read
+ * atomically by the I/O threads.
+ *
+ * Lock order: vdev->lock, then one queue lock at a time; or the control
+ * queue's lock, then a pair's RX queue lock (net_set_active_pairs). No
+ * path takes the control queue's lock while holding another queue's.
  */
 struct virtio_net {
 	struct virtio_device vdev;
