@@ -104,6 +104,33 @@ uint64_t kit_strtou64(const char *s, const char **end)
 	return v;
 }
 
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+bool kit_parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned int i;
+
+	/* Each test stops at the string's end before reading past it. */
+	for (i = 0; i < 6; i++, s += 3) {
+		int hi = hexval(s[0]);
+		int lo = hi < 0 ? -1 : hexval(s[1]);
+
+		if (lo < 0 || s[2] != (i < 5 ? ':' : '\0'))
+			return false;
+		mac[i] = hi << 4 | lo;
+	}
+	return true;
+}
+
 /* ---- console ---- */
 
 #define COM1_THR	(KIT_PORT_COM1 + 0)

@@ -214,6 +214,8 @@ int strcmp(const char *a, const char *b);
 int strncmp(const char *a, const char *b, size_t n);
 /* Parses decimal, or hex with 0x; sets *end past the digits. */
 uint64_t kit_strtou64(const char *s, const char **end);
+/* Parses "xx:xx:xx:xx:xx:xx" (either case), nothing after it. */
+bool kit_parse_mac(const char *s, uint8_t mac[6]);
 
 /* ---- console (COM1, polled) ---- */
 void kit_putc(char c);

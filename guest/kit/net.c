@@ -225,33 +225,6 @@ static bool check_rx_frame(const uint8_t *p, unsigned int flen, uint32_t idx)
 	return true;
 }
 
-static bool parse_mac(const char *s, uint8_t *out)
-{
-	unsigned int i, k;
-
-	for (i = 0; i < 6; i++) {
-		unsigned int v = 0;
-
-		for (k = 0; k < 2; k++) {
-			char c = *s++;
-
-			v <<= 4;
-			if (c >= '0' && c <= '9')
-				v |= c - '0';
-			else if (c >= 'a' && c <= 'f')
-				v |= c - 'a' + 10;
-			else if (c >= 'A' && c <= 'F')
-				v |= c - 'A' + 10;
-			else
-				return false;
-		}
-		out[i] = v;
-		if (i < 5 && *s++ != ':')
-			return false;
-	}
-	return !*s;
-}
-
 static bool find_device(void)
 {
 	struct vio_dev devs[VIO_MMIO_SLOTS];
@@ -350,7 +323,7 @@ static bool setup(void)
 	if (kit_cmdline_get("mac", buf, sizeof(buf))) {
 		uint8_t m[6];
 
-		if (kit_check(parse_mac(buf, m), "mac=%s: not a MAC", buf))
+		if (kit_check(kit_parse_mac(buf, m), "mac=%s: not a MAC", buf))
 			kit_check(!memcmp(m, mac, 6),
 				  "config MAC is not mac=%s", buf);
 	}
@@ -867,7 +840,7 @@ KIT_TEST(net)
 		kit_finish();
 	}
 	if (kit_cmdline_get("dst", buf, sizeof(buf)) &&
-	    !kit_check(parse_mac(buf, dst), "dst=%s: not a MAC", buf))
+	    !kit_check(kit_parse_mac(buf, dst), "dst=%s: not a MAC", buf))
 		kit_finish();
 	seed = kit_cmdline_u64("seed", 1);
 	tx_want = kit_cmdline_u64("tx", 8);

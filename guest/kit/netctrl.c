@@ -211,33 +211,6 @@ static unsigned int build_tx_frame(uint8_t *p, uint32_t idx, uint16_t flow)
 	return UDP_HDRS + plen;
 }
 
-static bool parse_mac(const char *s, uint8_t *out)
-{
-	unsigned int i, k;
-
-	for (i = 0; i < 6; i++) {
-		unsigned int v = 0;
-
-		for (k = 0; k < 2; k++) {
-			char c = *s++;
-
-			v <<= 4;
-			if (c >= '0' && c <= '9')
-				v |= c - '0';
-			else if (c >= 'a' && c <= 'f')
-				v |= c - 'a' + 10;
-			else if (c >= 'A' && c <= 'F')
-				v |= c - 'A' + 10;
-			else
-				return false;
-		}
-		out[i] = v;
-		if (i < 5 && *s++ != ':')
-			return false;
-	}
-	return !*s;
-}
-
 #define MACFMT		"%02x:%02x:%02x:%02x:%02x:%02x"
 #define MACARG(m)	(m)[0], (m)[1], (m)[2], (m)[3], (m)[4], (m)[5]
 
@@ -1698,7 +1671,7 @@ KIT_TEST(netctrl)
 	if (kit_cmdline_get("mac", buf, sizeof(buf))) {
 		uint8_t m[6];
 
-		kit_check(parse_mac(buf, m) && !memcmp(m, mac, 6),
+		kit_check(kit_parse_mac(buf, m) && !memcmp(m, mac, 6),
 			  "config MAC is not mac=%s", buf);
 	}
 	for (d = D_NEWMAC; d < D_COUNT; d++)
