@@ -603,6 +603,23 @@ size_t kit_heap_free_bytes(void)
 	return n;
 }
 
+/* ---- memory map ---- */
+
+uint64_t kit_ram_end(void)
+{
+	const struct hvm_memmap_table_entry *e;
+	uint64_t end = 0;
+	uint32_t i;
+
+	if (!kit_start_info || !kit_start_info->memmap_paddr)
+		return 0;
+	e = kit_phys(kit_start_info->memmap_paddr);
+	for (i = 0; i < kit_start_info->memmap_entries; i++)
+		if (e[i].type == HVM_MEMMAP_RAM && e[i].addr + e[i].size > end)
+			end = e[i].addr + e[i].size;
+	return end;
+}
+
 /* ---- command line ---- */
 
 const char *kit_cmdline(void)

@@ -68,6 +68,8 @@ struct hvm_memmap_table_entry {
 
 /* Set by kit_main when the start_info magic was right, else NULL. */
 extern const struct hvm_start_info *kit_start_info;
+/* The end of the highest RAM range in the PVH memory map; 0 without one. */
+uint64_t kit_ram_end(void);
 
 /* Each test guest defines these two through KIT_TEST(name). */
 extern const char kit_test_name[];

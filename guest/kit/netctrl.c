@@ -1167,21 +1167,6 @@ out:
 
 enum hq { HQ_RX, HQ_TX, HQ_CTRL };
 
-static uint64_t find_ram_end(void)
-{
-	const struct hvm_memmap_table_entry *e;
-	uint64_t end = 0;
-	uint32_t i;
-
-	if (!kit_start_info || !kit_start_info->memmap_paddr)
-		return 0;
-	e = kit_phys(kit_start_info->memmap_paddr);
-	for (i = 0; i < kit_start_info->memmap_entries; i++)
-		if (e[i].type == HVM_MEMMAP_RAM && e[i].addr + e[i].size > end)
-			end = e[i].addr + e[i].size;
-	return end;
-}
-
 static struct vio_queue *hq_queue(enum hq which)
 {
 	return which == HQ_RX ? &rxq[0] : which == HQ_TX ? &txq[0] : &ctrlq;
@@ -1222,12 +1207,7 @@ static void hq_chain(enum hq which)
 
 static void hq_submit(enum hq which, uint16_t head)
 {
-	struct vio_queue *q = hq_queue(which);
-
-	if (head < q->size)
-		q->chain_len[head] = 1;	/* so that vio_get_used() takes it */
-	vio_raw_publish(q, head, 1);
-	vio_notify(q);
+	vio_raw_submit(hq_queue(which), head, 1);
 	/* a receive chain is only looked at when a frame comes */
 	if (which == HQ_RX) {
 		inj_add(mac, 0, true, 0);
@@ -1623,7 +1603,7 @@ static void case_hostile(const struct hostile_case *c)
 {
 	uint64_t features = filter_features;
 
-	ram_end = find_ram_end();
+	ram_end = kit_ram_end();
 	if (!kit_check(ram_end, "no memory map"))
 		return;
 	if (c->no_mrg)

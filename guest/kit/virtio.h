@@ -197,6 +197,12 @@ void vio_raw_desc(struct vio_queue *q, unsigned int i, uint64_t addr,
 		  uint32_t len, uint16_t flags, uint16_t next);
 /* Puts head at the next avail slot and publishes avail->idx = idx + delta. */
 void vio_raw_publish(struct vio_queue *q, uint16_t head, uint16_t delta);
+/*
+ * Publishes a hand-built chain at head as vio_raw_publish() does and
+ * notifies; a head inside the ring is marked in use first, so that
+ * vio_get_used() takes it back.
+ */
+void vio_raw_submit(struct vio_queue *q, uint16_t head, uint16_t delta);
 
 /* ---- virtio-blk requests ---- */
 
