@@ -83,17 +83,6 @@
 #define IRQ_VECTOR		0x50
 #define IRQ_CONFIG_VECTOR	0x5f	/* MSI-X config changes: unexpected */
 
-/* virtio 1.2, 5.1.6: struct virtio_net_hdr, num_buffers from 1.0/MRG */
-struct net_hdr {
-	uint8_t flags;
-	uint8_t gso_type;
-	uint16_t hdr_len;
-	uint16_t gso_size;
-	uint16_t csum_start;
-	uint16_t csum_offset;
-	uint16_t num_buffers;
-} __packed;
-
 struct u64u {
 	uint64_t v;
 } __packed;
@@ -494,7 +483,7 @@ static void rx_frame_done(unsigned int flen, unsigned int nbufs)
 /* Takes one received frame (all its buffers) if there is one. */
 static bool rx_poll(void)
 {
-	const struct net_hdr *h;
+	const struct vio_net_hdr *h;
 	uint32_t id, len;
 	unsigned int nbufs, flen, k, need;
 	int b;
@@ -504,7 +493,7 @@ static bool rx_poll(void)
 	b = rx_take(id, len);
 	if (b < 0)
 		return true;
-	h = (const struct net_hdr *)rx_buf[b];
+	h = (const struct vio_net_hdr *)rx_buf[b];
 	if (!kit_check(len >= hdr_len, "rx: used len %u, less than the header",
 		       len)) {
 		rx_post(b);

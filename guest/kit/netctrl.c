@@ -70,16 +70,6 @@
 
 #define OTHER_SHOWN		4
 
-struct net_hdr {
-	uint8_t flags;
-	uint8_t gso_type;
-	uint16_t hdr_len;
-	uint16_t gso_size;
-	uint16_t csum_start;
-	uint16_t csum_offset;
-	uint16_t num_buffers;
-} __packed;
-
 static const uint8_t host_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
 static const uint8_t guest_ip[4] = { 10, 0, 0, 2 };
 static const uint8_t host_ip[4] = { 10, 0, 0, 1 };
@@ -371,7 +361,7 @@ static void rx_frame(unsigned int q, const uint8_t *f, unsigned int len)
 /* Takes one used receive buffer of queue q, if any. */
 static bool rx_poll(unsigned int q)
 {
-	const struct net_hdr *h;
+	const struct vio_net_hdr *h;
 	uint32_t id, len;
 	int b;
 
@@ -382,7 +372,7 @@ static bool rx_poll(unsigned int q)
 		return true;
 	b = rx_head_buf[q][id];
 	rx_head_buf[q][id] = -1;
-	h = (const struct net_hdr *)rx_buf[q][b];
+	h = (const struct vio_net_hdr *)rx_buf[q][b];
 	rx_frames[q]++;
 	if (kit_check(len >= HDR_LEN && len <= RXSIZE, "rx%u: used len %u", q,
 		      len) &&

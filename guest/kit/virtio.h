@@ -222,4 +222,17 @@ int vio_blk_request(struct vio_queue *q, uint32_t type, uint64_t sector,
 int vio_blk_rw(struct vio_queue *q, bool write, uint64_t sector, void *buf,
 	       uint32_t len, bool indirect);
 
+/* ---- virtio-net ---- */
+
+/* virtio 1.2, 5.1.6: struct virtio_net_hdr, num_buffers from 1.0/MRG */
+struct vio_net_hdr {
+	uint8_t flags;
+	uint8_t gso_type;
+	uint16_t hdr_len;
+	uint16_t gso_size;
+	uint16_t csum_start;
+	uint16_t csum_offset;
+	uint16_t num_buffers;
+} __packed;
+
 #endif
