@@ -39,8 +39,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_virtio_net import (  # noqa: E402
-    CAN_NETNS, GUEST_TRANSPORT, HAS_NETWORK, LKVM, MAC, TAP, ip, kit,
-    lkvm_run, make_tap, netns, Helper)
+    GUEST_TRANSPORT, LKVM, MAC, TAP, ip, kit, lkvm_run, make_tap, needs_netns,
+    netns, Helper, pytestmark as NET_MARKS)
 import netctrl_helper  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,17 +48,8 @@ SANITIZE_LKVM = ROOT / "build" / "sanitize" / "lkvm"
 HELPER = Path(__file__).resolve().parent / "netctrl_helper.py"
 NEEDS_RESET = 0x40
 
-pytestmark = [
-    pytest.mark.skipif(
-        not os.access(LKVM, os.X_OK)
-        or not os.access("/dev/kvm", os.R_OK | os.W_OK),
-        reason="needs ./lkvm (make lkvm) and access to /dev/kvm"),
-    pytest.mark.skipif(not HAS_NETWORK,
-                       reason="lkvm run --help has no --network yet"),
-    pytest.mark.skipif(
-        not CAN_NETNS,
-        reason="needs root, ip(8) and /dev/net/tun for a network namespace"),
-]
+# test_virtio_net's (./lkvm, /dev/kvm, --network), and a namespace for all
+pytestmark = [*NET_MARKS, needs_netns]
 
 assert netns  # the fixture, used by name below
 
