@@ -40,22 +40,6 @@ static uint16_t mmio_read16(uintptr_t addr)
 	return *(volatile uint16_t *)addr;
 }
 
-/* The end of the highest RAM range in the PVH memory map. */
-static uint64_t find_ram_end(void)
-{
-	const struct hvm_memmap_table_entry *e;
-	uint64_t end = 0;
-	uint32_t i;
-
-	if (!kit_start_info || !kit_start_info->memmap_paddr)
-		return 0;
-	e = kit_phys(kit_start_info->memmap_paddr);
-	for (i = 0; i < kit_start_info->memmap_entries; i++)
-		if (e[i].type == HVM_MEMMAP_RAM && e[i].addr + e[i].size > end)
-			end = e[i].addr + e[i].size;
-	return end;
-}
-
 static bool negotiate(uint64_t features)
 {
 	return kit_check(!vio_negotiate(&dev, features),
@@ -87,11 +71,7 @@ static void std_chain(void)
 
 static void submit(uint16_t head, uint16_t delta)
 {
-	/* so that vio_get_used() accepts the head back */
-	if (head < vq.size)
-		vq.chain_len[head] = 1;
-	vio_raw_publish(&vq, head, delta);
-	vio_notify(&vq);
+	vio_raw_submit(&vq, head, delta);
 }
 
 /*
@@ -885,7 +865,7 @@ KIT_TEST(hostile)
 		kit_fail("unknown case '%s'", name);
 		kit_finish();
 	}
-	ram_end = find_ram_end();
+	ram_end = kit_ram_end();
 	hdr = kit_malloc(sizeof(*hdr));
 	status = kit_malloc(1);
 	data = kit_malloc(2 * SECTOR);

@@ -104,6 +104,33 @@ uint64_t kit_strtou64(const char *s, const char **end)
 	return v;
 }
 
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+bool kit_parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned int i;
+
+	/* Each test stops at the string's end before reading past it. */
+	for (i = 0; i < 6; i++, s += 3) {
+		int hi = hexval(s[0]);
+		int lo = hi < 0 ? -1 : hexval(s[1]);
+
+		if (lo < 0 || s[2] != (i < 5 ? ':' : '\0'))
+			return false;
+		mac[i] = hi << 4 | lo;
+	}
+	return true;
+}
+
 /* ---- console ---- */
 
 #define COM1_THR	(KIT_PORT_COM1 + 0)
@@ -574,6 +601,23 @@ size_t kit_heap_free_bytes(void)
 	for (struct block *b = free_list; b; b = b->next)
 		n += b->size - sizeof(struct block);
 	return n;
+}
+
+/* ---- memory map ---- */
+
+uint64_t kit_ram_end(void)
+{
+	const struct hvm_memmap_table_entry *e;
+	uint64_t end = 0;
+	uint32_t i;
+
+	if (!kit_start_info || !kit_start_info->memmap_paddr)
+		return 0;
+	e = kit_phys(kit_start_info->memmap_paddr);
+	for (i = 0; i < kit_start_info->memmap_entries; i++)
+		if (e[i].type == HVM_MEMMAP_RAM && e[i].addr + e[i].size > end)
+			end = e[i].addr + e[i].size;
+	return end;
 }
 
 /* ---- command line ---- */

@@ -68,6 +68,8 @@ struct hvm_memmap_table_entry {
 
 /* Set by kit_main when the start_info magic was right, else NULL. */
 extern const struct hvm_start_info *kit_start_info;
+/* The end of the highest RAM range in the PVH memory map; 0 without one. */
+uint64_t kit_ram_end(void);
 
 /* Each test guest defines these two through KIT_TEST(name). */
 extern const char kit_test_name[];
@@ -214,6 +216,8 @@ int strcmp(const char *a, const char *b);
 int strncmp(const char *a, const char *b, size_t n);
 /* Parses decimal, or hex with 0x; sets *end past the digits. */
 uint64_t kit_strtou64(const char *s, const char **end);
+/* Parses "xx:xx:xx:xx:xx:xx" (either case), nothing after it. */
+bool kit_parse_mac(const char *s, uint8_t mac[6]);
 
 /* ---- console (COM1, polled) ---- */
 void kit_putc(char c);

@@ -83,17 +83,6 @@
 #define IRQ_VECTOR		0x50
 #define IRQ_CONFIG_VECTOR	0x5f	/* MSI-X config changes: unexpected */
 
-/* virtio 1.2, 5.1.6: struct virtio_net_hdr, num_buffers from 1.0/MRG */
-struct net_hdr {
-	uint8_t flags;
-	uint8_t gso_type;
-	uint16_t hdr_len;
-	uint16_t gso_size;
-	uint16_t csum_start;
-	uint16_t csum_offset;
-	uint16_t num_buffers;
-} __packed;
-
 struct u64u {
 	uint64_t v;
 } __packed;
@@ -225,33 +214,6 @@ static bool check_rx_frame(const uint8_t *p, unsigned int flen, uint32_t idx)
 	return true;
 }
 
-static bool parse_mac(const char *s, uint8_t *out)
-{
-	unsigned int i, k;
-
-	for (i = 0; i < 6; i++) {
-		unsigned int v = 0;
-
-		for (k = 0; k < 2; k++) {
-			char c = *s++;
-
-			v <<= 4;
-			if (c >= '0' && c <= '9')
-				v |= c - '0';
-			else if (c >= 'a' && c <= 'f')
-				v |= c - 'a' + 10;
-			else if (c >= 'A' && c <= 'F')
-				v |= c - 'A' + 10;
-			else
-				return false;
-		}
-		out[i] = v;
-		if (i < 5 && *s++ != ':')
-			return false;
-	}
-	return !*s;
-}
-
 static bool find_device(void)
 {
 	struct vio_dev devs[VIO_MMIO_SLOTS];
@@ -350,7 +312,7 @@ static bool setup(void)
 	if (kit_cmdline_get("mac", buf, sizeof(buf))) {
 		uint8_t m[6];
 
-		if (kit_check(parse_mac(buf, m), "mac=%s: not a MAC", buf))
+		if (kit_check(kit_parse_mac(buf, m), "mac=%s: not a MAC", buf))
 			kit_check(!memcmp(m, mac, 6),
 				  "config MAC is not mac=%s", buf);
 	}
@@ -521,7 +483,7 @@ static void rx_frame_done(unsigned int flen, unsigned int nbufs)
 /* Takes one received frame (all its buffers) if there is one. */
 static bool rx_poll(void)
 {
-	const struct net_hdr *h;
+	const struct vio_net_hdr *h;
 	uint32_t id, len;
 	unsigned int nbufs, flen, k, need;
 	int b;
@@ -531,7 +493,7 @@ static bool rx_poll(void)
 	b = rx_take(id, len);
 	if (b < 0)
 		return true;
-	h = (const struct net_hdr *)rx_buf[b];
+	h = (const struct vio_net_hdr *)rx_buf[b];
 	if (!kit_check(len >= hdr_len, "rx: used len %u, less than the header",
 		       len)) {
 		rx_post(b);
@@ -867,7 +829,7 @@ KIT_TEST(net)
 		kit_finish();
 	}
 	if (kit_cmdline_get("dst", buf, sizeof(buf)) &&
-	    !kit_check(parse_mac(buf, dst), "dst=%s: not a MAC", buf))
+	    !kit_check(kit_parse_mac(buf, dst), "dst=%s: not a MAC", buf))
 		kit_finish();
 	seed = kit_cmdline_u64("seed", 1);
 	tx_want = kit_cmdline_u64("tx", 8);

@@ -53,31 +53,6 @@ static bool find(const char *t)
 	return false;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static bool parse_mac(const char *s, uint8_t mac[6])
-{
-	unsigned int i;
-
-	for (i = 0; i < 6; i++, s += 3) {
-		int hi = hexval(s[0]), lo = hexval(s[1]);
-
-		if (hi < 0 || lo < 0 || (i < 5 && s[2] != ':'))
-			return false;
-		mac[i] = hi << 4 | lo;
-	}
-	return true;
-}
-
 static void put16(uint8_t *p, uint16_t v)
 {
 	p[0] = v >> 8;
@@ -281,7 +256,7 @@ KIT_TEST(netbench)
 	kit_cmdline_get("transport", t, sizeof(t));
 	kit_cmdline_get("mode", mode, sizeof(mode));
 	if (kit_cmdline_get("dst", buf, sizeof(buf)) &&
-	    !kit_check(parse_mac(buf, dst), "dst=%s: not a MAC", buf))
+	    !kit_check(kit_parse_mac(buf, dst), "dst=%s: not a MAC", buf))
 		kit_finish();
 	rx = mode[0] == 'r';
 	big = !strcmp(mode + 2, "64k");

@@ -70,16 +70,6 @@
 
 #define OTHER_SHOWN		4
 
-struct net_hdr {
-	uint8_t flags;
-	uint8_t gso_type;
-	uint16_t hdr_len;
-	uint16_t gso_size;
-	uint16_t csum_start;
-	uint16_t csum_offset;
-	uint16_t num_buffers;
-} __packed;
-
 static const uint8_t host_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
 static const uint8_t guest_ip[4] = { 10, 0, 0, 2 };
 static const uint8_t host_ip[4] = { 10, 0, 0, 1 };
@@ -209,33 +199,6 @@ static unsigned int build_tx_frame(uint8_t *p, uint32_t idx, uint16_t flow)
 	for (i = 16; i < plen; i++)
 		pl[i] = tx_pattern(idx, flow, i);
 	return UDP_HDRS + plen;
-}
-
-static bool parse_mac(const char *s, uint8_t *out)
-{
-	unsigned int i, k;
-
-	for (i = 0; i < 6; i++) {
-		unsigned int v = 0;
-
-		for (k = 0; k < 2; k++) {
-			char c = *s++;
-
-			v <<= 4;
-			if (c >= '0' && c <= '9')
-				v |= c - '0';
-			else if (c >= 'a' && c <= 'f')
-				v |= c - 'a' + 10;
-			else if (c >= 'A' && c <= 'F')
-				v |= c - 'A' + 10;
-			else
-				return false;
-		}
-		out[i] = v;
-		if (i < 5 && *s++ != ':')
-			return false;
-	}
-	return !*s;
 }
 
 #define MACFMT		"%02x:%02x:%02x:%02x:%02x:%02x"
@@ -398,7 +361,7 @@ static void rx_frame(unsigned int q, const uint8_t *f, unsigned int len)
 /* Takes one used receive buffer of queue q, if any. */
 static bool rx_poll(unsigned int q)
 {
-	const struct net_hdr *h;
+	const struct vio_net_hdr *h;
 	uint32_t id, len;
 	int b;
 
@@ -409,7 +372,7 @@ static bool rx_poll(unsigned int q)
 		return true;
 	b = rx_head_buf[q][id];
 	rx_head_buf[q][id] = -1;
-	h = (const struct net_hdr *)rx_buf[q][b];
+	h = (const struct vio_net_hdr *)rx_buf[q][b];
 	rx_frames[q]++;
 	if (kit_check(len >= HDR_LEN && len <= RXSIZE, "rx%u: used len %u", q,
 		      len) &&
@@ -1194,21 +1157,6 @@ out:
 
 enum hq { HQ_RX, HQ_TX, HQ_CTRL };
 
-static uint64_t find_ram_end(void)
-{
-	const struct hvm_memmap_table_entry *e;
-	uint64_t end = 0;
-	uint32_t i;
-
-	if (!kit_start_info || !kit_start_info->memmap_paddr)
-		return 0;
-	e = kit_phys(kit_start_info->memmap_paddr);
-	for (i = 0; i < kit_start_info->memmap_entries; i++)
-		if (e[i].type == HVM_MEMMAP_RAM && e[i].addr + e[i].size > end)
-			end = e[i].addr + e[i].size;
-	return end;
-}
-
 static struct vio_queue *hq_queue(enum hq which)
 {
 	return which == HQ_RX ? &rxq[0] : which == HQ_TX ? &txq[0] : &ctrlq;
@@ -1249,12 +1197,7 @@ static void hq_chain(enum hq which)
 
 static void hq_submit(enum hq which, uint16_t head)
 {
-	struct vio_queue *q = hq_queue(which);
-
-	if (head < q->size)
-		q->chain_len[head] = 1;	/* so that vio_get_used() takes it */
-	vio_raw_publish(q, head, 1);
-	vio_notify(q);
+	vio_raw_submit(hq_queue(which), head, 1);
 	/* a receive chain is only looked at when a frame comes */
 	if (which == HQ_RX) {
 		inj_add(mac, 0, true, 0);
@@ -1650,7 +1593,7 @@ static void case_hostile(const struct hostile_case *c)
 {
 	uint64_t features = filter_features;
 
-	ram_end = find_ram_end();
+	ram_end = kit_ram_end();
 	if (!kit_check(ram_end, "no memory map"))
 		return;
 	if (c->no_mrg)
@@ -1698,7 +1641,7 @@ KIT_TEST(netctrl)
 	if (kit_cmdline_get("mac", buf, sizeof(buf))) {
 		uint8_t m[6];
 
-		kit_check(parse_mac(buf, m) && !memcmp(m, mac, 6),
+		kit_check(kit_parse_mac(buf, m) && !memcmp(m, mac, 6),
 			  "config MAC is not mac=%s", buf);
 	}
 	for (d = D_NEWMAC; d < D_COUNT; d++)

@@ -561,6 +561,14 @@ void vio_raw_publish(struct vio_queue *q, uint16_t head, uint16_t delta)
 	store16(&q->avail->idx, q->avail_idx);
 }
 
+void vio_raw_submit(struct vio_queue *q, uint16_t head, uint16_t delta)
+{
+	if (head < q->size)
+		q->chain_len[head] = 1;
+	vio_raw_publish(q, head, delta);
+	vio_notify(q);
+}
+
 void vio_notify(struct vio_queue *q)
 {
 	vio_kicks++;

@@ -197,6 +197,12 @@ void vio_raw_desc(struct vio_queue *q, unsigned int i, uint64_t addr,
 		  uint32_t len, uint16_t flags, uint16_t next);
 /* Puts head at the next avail slot and publishes avail->idx = idx + delta. */
 void vio_raw_publish(struct vio_queue *q, uint16_t head, uint16_t delta);
+/*
+ * Publishes a hand-built chain at head as vio_raw_publish() does and
+ * notifies; a head inside the ring is marked in use first, so that
+ * vio_get_used() takes it back.
+ */
+void vio_raw_submit(struct vio_queue *q, uint16_t head, uint16_t delta);
 
 /* ---- virtio-blk requests ---- */
 
@@ -215,5 +221,18 @@ int vio_blk_request(struct vio_queue *q, uint32_t type, uint64_t sector,
 /* Read or write whole sectors into/from one buffer. */
 int vio_blk_rw(struct vio_queue *q, bool write, uint64_t sector, void *buf,
 	       uint32_t len, bool indirect);
+
+/* ---- virtio-net ---- */
+
+/* virtio 1.2, 5.1.6: struct virtio_net_hdr, num_buffers from 1.0/MRG */
+struct vio_net_hdr {
+	uint8_t flags;
+	uint8_t gso_type;
+	uint16_t hdr_len;
+	uint16_t gso_size;
+	uint16_t csum_start;
+	uint16_t csum_offset;
+	uint16_t num_buffers;
+} __packed;
 
 #endif

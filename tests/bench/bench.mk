@@ -7,10 +7,13 @@ BENCH_TARGETS += bench-boot
 bench-boot: $(LKVM_BIN) guest-kit
 	/usr/bin/python3 tests/bench/boot_bench.py
 
+# The host-thread virtio driver both ring benches link (ring_driver.c).
+RING_DRIVER_OBJ := $(BUILD)/tests/bench/ring_driver.o
+
 # virtio-blk driven from a host thread (no guest instructions in the way),
 # next to fio on the same image.
 BLK_RING_BENCH := $(BUILD)/tests/bench/blk_ring_bench
-$(BLK_RING_BENCH): $(BUILD)/tests/bench/blk_ring_bench.o $(LIBLKVM)
+$(BLK_RING_BENCH): $(BUILD)/tests/bench/blk_ring_bench.o $(RING_DRIVER_OBJ) $(LIBLKVM)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 .PHONY: bench-blk-ring
@@ -37,7 +40,7 @@ bench-requests: $(LKVM_BIN) guest-kit
 # polling guest-kit driver (guest/kit/netbench.elf); 64-byte and 64 KiB
 # (TSO) frames each way, each in a network namespace of its own.
 NET_RING_BENCH := $(BUILD)/tests/bench/net_ring_bench
-$(NET_RING_BENCH): $(BUILD)/tests/bench/net_ring_bench.o $(LIBLKVM)
+$(NET_RING_BENCH): $(BUILD)/tests/bench/net_ring_bench.o $(RING_DRIVER_OBJ) $(LIBLKVM)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 .PHONY: bench-net

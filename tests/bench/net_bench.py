@@ -35,12 +35,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from request_bench import sample_threads  # noqa: E402
+from request_bench import run_sampled  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 LKVM = Path(os.environ.get("LKVM", ROOT / "lkvm"))
@@ -124,24 +123,8 @@ def guest(binary, ns, mode, stats):
     cmd = ["ip", "netns", "exec", ns, str(LKVM), "run", "-q", "--timeout",
            str(RUN_TIMEOUT), "-k", str(GUEST), "-n",
            f"mode=tap,tapif={TAP}", "-p", params, "--stats", stats]
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    # ip netns exec execs lkvm: the pid is lkvm's, as request_bench needs.
-    last, stop = {}, threading.Event()
-    sampler = threading.Thread(target=sample_threads,
-                               args=(proc.pid, last, stop))
-    sampler.start()
-    out_b, err_b = [], []
-    readers = [threading.Thread(target=lambda s, b: b.append(s.read()),
-                                args=(s, b))
-               for s, b in ((proc.stdout, out_b), (proc.stderr, err_b))]
-    for t in readers:
-        t.start()
-    _, status, ru = os.wait4(proc.pid, 0)
-    stop.set()
-    sampler.join()
-    for t in readers:
-        t.join()
+    # ip netns exec execs lkvm: the pid is lkvm's, as run_sampled needs.
+    rc, ru, out, err, last = run_sampled(cmd)
     inj_out = ""
     if inj:
         try:
@@ -149,16 +132,11 @@ def guest(binary, ns, mode, stats):
         except subprocess.TimeoutExpired:
             inj.kill()
             inj_out = "".join(inj.communicate())
-    out = out_b[0].decode(errors="replace")
-    err = err_b[0].decode(errors="replace")
     line = next((x for x in out.splitlines() if x.startswith("netbench:")),
                 "")
     words = line.replace(",", "").split()
-    if os.waitstatus_to_exitcode(status) or len(words) < 10 or \
-            int(words[9]):
-        sys.exit(f"{' '.join(cmd)} failed "
-                 f"({os.waitstatus_to_exitcode(status)}):\n{out}{err}"
-                 f"{inj_out}")
+    if rc or len(words) < 10 or int(words[9]):
+        sys.exit(f"{' '.join(cmd)} failed ({rc}):\n{out}{err}{inj_out}")
     done, us, kicks = int(words[1]), int(words[5]), int(words[7])
     with open(stats) as f:
         st = json.load(f)

@@ -2,11 +2,9 @@
 /*
  * virtio-net throughput without guest cost, next to the tap's own limit.
  * The host's KVM emulates every guest instruction, so a guest driver caps
- * any VMM far below what its network device could do. As blk_ring_bench
- * does for virtio-blk, a host thread here plays the driver on shared rings
- * in fake guest memory: it kicks through the queue's eventfd (what KVM does
- * on a guest notify) and waits on the eventfd the device signals (what an
- * irqfd would carry). The device is lkvm's own virtio-net on a tap, served
+ * any VMM far below what its network device could do. As in blk_ring_bench,
+ * a host thread here plays the driver (ring_driver.c) on shared rings in
+ * fake guest memory; the device is lkvm's own virtio-net on a tap, served
  * by its I/O thread.
  *
  * The tap's limit is measured the same way without lkvm: one thread writes
@@ -60,26 +58,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lkvm/util.h"
-#include "lkvm/virtio/device.h"
 #include "lkvm/virtio/net.h"
-#include "lkvm/vm.h"
+#include "ring_driver.h"
 
 #define TAP_NAME	"lkvmnb0"
-#define GPA_BASE	0x100000ULL
 #define MEM_SIZE	(64ULL << 20)
-#define QSIZE		256
-#define RXRING_OFF	0x0
-#define TXRING_OFF	0x10000
-#define FRAME_OFF	0x20000		/* TX: [hdr|frame], one for all slots */
+#define QSIZE		RING_QSIZE
+#define FRAME_OFF	(2 * RING_AREA)	/* TX: [hdr|frame], one for all slots */
 #define RXBUF_OFF	0x100000	/* RX: QSIZE buffers */
 #define HDR_LEN		12		/* virtio_net_hdr_mrg_rxbuf */
 #define MSS		1448
@@ -122,52 +113,9 @@ struct flow {
 
 struct bench {
 	const struct mode *m;
-	uint8_t *mem;
-	struct virtio_device *vdev;
-	struct virtio_queue *q;		/* the queue measured */
-	struct vring_desc *desc;
-	struct vring_avail *avail;
-	struct vring_used *used;
-	int irq_fd;
-	uint16_t avail_idx, last_used;
+	struct ring_driver rd;		/* on the queue measured */
 	size_t frame_len;		/* the expected frame, without header */
 };
-
-static double now_s(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double process_cpu_s(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
-static void efd_signal(int fd)
-{
-	uint64_t one = 1;
-
-	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		perror("eventfd");
-}
-
-/* Wait up to WAIT_MS for fd to become readable, then drain it. */
-static void efd_wait(int fd)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	uint64_t v;
-
-	if (poll(&p, 1, WAIT_MS) > 0 &&
-	    read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		perror("read eventfd");
-}
 
 /* ---- the namespace and the tap ---- */
 
@@ -497,46 +445,7 @@ static void *injector_thread(void *opaque)
 	return NULL;
 }
 
-/* ---- lkvm's device, driven through a transport of our own ---- */
-
-static int bench_kick_attach(struct virtio_device *vdev, struct virtio_queue *q)
-{
-	return 0;	/* the driver thread writes q->kick_fd itself */
-}
-
-static void bench_kick_detach(struct virtio_device *vdev, struct virtio_queue *q)
-{
-}
-
-static void bench_signal_queue(struct virtio_device *vdev, struct virtio_queue *q)
-{
-	struct bench *b = vdev->transport_priv;
-
-	if (q == b->q)
-		efd_signal(b->irq_fd);
-}
-
-static void bench_signal_config(struct virtio_device *vdev)
-{
-}
-
-static const struct virtio_transport_ops bench_transport = {
-	.kick_attach = bench_kick_attach,
-	.kick_detach = bench_kick_detach,
-	.signal_queue = bench_signal_queue,
-	.signal_config = bench_signal_config,
-};
-
-static uint64_t gpa(size_t off)
-{
-	return GPA_BASE + off;
-}
-
-static void ring_layout(size_t off, uint64_t *avail, uint64_t *used)
-{
-	*avail = off + 16 * QSIZE;
-	*used = ALIGN_UP(*avail + 6 + 2 * QSIZE, 4096);
-}
+/* ---- lkvm's device, driven from this thread (ring_driver.c) ---- */
 
 /*
  * Negotiate what Linux's driver would take from lkvm (offloads included,
@@ -545,87 +454,19 @@ static void ring_layout(size_t off, uint64_t *avail, uint64_t *used)
  */
 static int bench_start(struct bench *b)
 {
-	struct virtio_device *vdev = b->vdev;
+	struct virtio_device *vdev = b->rd.vdev;
 	uint32_t want0 = 1u << VIRTIO_NET_F_CSUM | 1u << VIRTIO_NET_F_GUEST_CSUM |
 			 1u << VIRTIO_NET_F_MAC | 1u << VIRTIO_NET_F_GUEST_TSO4 |
 			 1u << VIRTIO_NET_F_HOST_TSO4 | 1u << VIRTIO_NET_F_MRG_RXBUF |
 			 1u << VIRTIO_NET_F_STATUS | 1u << VIRTIO_RING_F_EVENT_IDX;
 	uint32_t got0 = virtio_get_host_features(vdev, 0) & want0;
-	uint8_t s = VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER;
-	unsigned int i;
 
 	if (got0 != want0 || !(virtio_get_host_features(vdev, 1) & 1)) {
 		fprintf(stderr, "features %#x offered, %#x wanted\n",
 			virtio_get_host_features(vdev, 0), want0);
 		return -1;
 	}
-	virtio_set_status(vdev, s);
-	virtio_set_guest_features(vdev, 0, want0);
-	virtio_set_guest_features(vdev, 1, 1u);		/* VERSION_1 */
-	virtio_set_status(vdev, s | VIRTIO_CONFIG_S_FEATURES_OK);
-	if (!(virtio_get_status(vdev) & VIRTIO_CONFIG_S_FEATURES_OK)) {
-		fprintf(stderr, "FEATURES_OK refused\n");
-		return -1;
-	}
-	pthread_mutex_lock(&vdev->lock);
-	for (i = 0; i < 2; i++) {
-		struct virtio_queue *q = &vdev->queues[i];
-		size_t off = i ? TXRING_OFF : RXRING_OFF;
-		uint64_t avail, used;
-
-		ring_layout(off, &avail, &used);
-		q->size = QSIZE;
-		q->desc_gpa = gpa(off);
-		q->avail_gpa = gpa(avail);
-		q->used_gpa = gpa(used);
-		virtio_queue_set_enabled(vdev, q, true);
-	}
-	pthread_mutex_unlock(&vdev->lock);
-	virtio_set_status(vdev, s | VIRTIO_CONFIG_S_FEATURES_OK |
-			  VIRTIO_CONFIG_S_DRIVER_OK);
-	return 0;
-}
-
-/* Point b at queue qi's rings (0: RX, 1: TX). */
-static void bench_use_queue(struct bench *b, unsigned int qi)
-{
-	size_t off = qi ? TXRING_OFF : RXRING_OFF;
-	uint64_t avail, used;
-
-	ring_layout(off, &avail, &used);
-	b->q = &b->vdev->queues[qi];
-	b->desc = (void *)(b->mem + off);
-	b->avail = (void *)(b->mem + avail);
-	b->used = (void *)(b->mem + used);
-}
-
-static void bench_add(struct bench *b, uint16_t head)
-{
-	b->avail->ring[b->avail_idx % QSIZE] = head;
-	b->avail_idx++;
-}
-
-static void bench_publish(struct bench *b, uint16_t old)
-{
-	uint16_t *avail_event = (uint16_t *)&b->used->ring[QSIZE];
-
-	__atomic_store_n(&b->avail->idx, b->avail_idx, __ATOMIC_RELEASE);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (vring_need_event(__atomic_load_n(avail_event, __ATOMIC_ACQUIRE),
-			     b->avail_idx, old))
-		efd_signal(b->q->kick_fd);
-}
-
-/* Ask for an interrupt on the next used entry, then wait for one. */
-static void bench_wait(struct bench *b)
-{
-	uint16_t *used_event = &b->avail->ring[QSIZE];
-
-	__atomic_store_n(used_event, b->last_used, __ATOMIC_RELEASE);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&b->used->idx, __ATOMIC_ACQUIRE) != b->last_used)
-		return;
-	efd_wait(b->irq_fd);
+	return ring_driver_start(&b->rd, want0, 2);
 }
 
 struct result {
@@ -637,28 +478,32 @@ struct result {
 /* TX: every slot is one descriptor holding [header|frame], all the same. */
 static void lkvm_tx(struct bench *b, double seconds, struct result *r)
 {
+	struct ring_driver *rd = &b->rd;
 	uint32_t len = HDR_LEN + b->frame_len;
 	double t0 = now_s(CLOCK_MONOTONIC);
 	unsigned int i;
 
 	for (i = 0; i < QSIZE; i++)
-		b->desc[i] = (struct vring_desc) {
-			.addr = gpa(FRAME_OFF), .len = len,
+		rd->desc[i] = (struct vring_desc) {
+			.addr = ring_gpa(FRAME_OFF), .len = len,
 		};
 	for (i = 0; i < QSIZE; i++)
-		bench_add(b, i);
-	bench_publish(b, 0);
+		ring_driver_add(rd, i);
+	ring_driver_publish(rd, 0);
 	do {
-		uint16_t used = __atomic_load_n(&b->used->idx, __ATOMIC_ACQUIRE);
-		uint16_t old = b->avail_idx;
+		uint16_t used = __atomic_load_n(&rd->used->idx,
+						__ATOMIC_ACQUIRE);
+		uint16_t old = rd->avail_idx;
 
-		for (; b->last_used != used; b->last_used++) {
-			bench_add(b, b->used->ring[b->last_used % QSIZE].id);
+		for (; rd->last_used != used; rd->last_used++) {
+			uint16_t id = rd->used->ring[rd->last_used % QSIZE].id;
+
+			ring_driver_add(rd, id);
 			r->frames++;
 		}
-		if (b->avail_idx != old)
-			bench_publish(b, old);
-		bench_wait(b);
+		if (rd->avail_idx != old)
+			ring_driver_publish(rd, old);
+		ring_driver_wait(rd);
 	} while (now_s(CLOCK_MONOTONIC) - t0 < seconds);
 	r->secs = now_s(CLOCK_MONOTONIC) - t0;
 }
@@ -671,30 +516,32 @@ static void lkvm_tx(struct bench *b, double seconds, struct result *r)
 static void lkvm_rx(struct bench *b, struct flow *fl, double seconds,
 		    struct result *r)
 {
+	struct ring_driver *rd = &b->rd;
 	uint32_t want = HDR_LEN + b->frame_len, got = 0;
 	unsigned int i, rest = 0;
 	double t0 = now_s(CLOCK_MONOTONIC);
 
 	for (i = 0; i < QSIZE; i++) {
-		b->desc[i] = (struct vring_desc) {
-			.addr = gpa(RXBUF_OFF + (size_t)i * b->m->rxbuf),
+		rd->desc[i] = (struct vring_desc) {
+			.addr = ring_gpa(RXBUF_OFF + (size_t)i * b->m->rxbuf),
 			.len = b->m->rxbuf, .flags = VRING_DESC_F_WRITE,
 		};
-		bench_add(b, i);
+		ring_driver_add(rd, i);
 	}
-	bench_publish(b, 0);
+	ring_driver_publish(rd, 0);
 	do {
-		uint16_t used = __atomic_load_n(&b->used->idx, __ATOMIC_ACQUIRE);
-		uint16_t old = b->avail_idx;
+		uint16_t used = __atomic_load_n(&rd->used->idx,
+						__ATOMIC_ACQUIRE);
+		uint16_t old = rd->avail_idx;
 		unsigned int frames = 0;
 
-		for (; b->last_used != used; b->last_used++) {
+		for (; rd->last_used != used; rd->last_used++) {
 			struct vring_used_elem *e =
-				&b->used->ring[b->last_used % QSIZE];
+				&rd->used->ring[rd->last_used % QSIZE];
 
 			if (!rest) {
 				struct virtio_net_hdr_mrg_rxbuf *h = (void *)
-					(b->mem + RXBUF_OFF +
+					(rd->mem + RXBUF_OFF +
 					 (size_t)e->id * b->m->rxbuf);
 
 				rest = h->num_buffers;
@@ -709,15 +556,15 @@ static void lkvm_rx(struct bench *b, struct flow *fl, double seconds,
 				frames++;
 				r->errors += got != want;
 			}
-			bench_add(b, e->id);
+			ring_driver_add(rd, e->id);
 		}
 		if (frames) {
 			r->frames += frames;
 			flow_consumed(fl, frames);
 		}
-		if (b->avail_idx != old)
-			bench_publish(b, old);
-		bench_wait(b);
+		if (rd->avail_idx != old)
+			ring_driver_publish(rd, old);
+		ring_driver_wait(rd);
 	} while (now_s(CLOCK_MONOTONIC) - t0 < seconds);
 	r->secs = now_s(CLOCK_MONOTONIC) - t0;
 }
@@ -796,27 +643,23 @@ static int run_lkvm(const struct mode *m, double seconds, struct flow *fl,
 	int ifindex;
 
 	memcpy(opts.net.mac, guest_mac, 6);
-	opts.custom_transport = &bench_transport;
-	opts.custom_transport_priv = &b;
+	opts.custom_transport = &ring_driver_transport;
+	opts.custom_transport_priv = &b.rd;
 	/* A real VM without vCPUs: the device only needs its memory map. */
 	if (vm_create(&vm, &cfg)) {
 		fprintf(stderr, "cannot create a VM for the device\n");
 		return -1;
 	}
-	b.mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	b.irq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (b.mem == MAP_FAILED || b.irq_fd < 0 ||
-	    guest_mem_add(&vm.mem, GPA_BASE, MEM_SIZE, b.mem))
+	if (ring_driver_init(&b.rd, &vm, MEM_SIZE, WAIT_MS))
 		return -1;
 	net = virtio_net_create(&vm, &opts);
 	if (!net || tap_configure(TAP_NAME, tap_mac, &ifindex))
 		return -1;
-	b.vdev = virtio_net_device(net);
+	b.rd.vdev = virtio_net_device(net);
 	/* TX frames: to the tap's MAC, for a peer the stack will not route. */
-	b.frame_len = build_frame(b.mem + FRAME_OFF, HDR_LEN, m->big, tap_mac,
+	b.frame_len = build_frame(b.rd.mem + FRAME_OFF, HDR_LEN, m->big, tap_mac,
 				  guest_mac, 0x0a000002, 0x0a000003);
-	bench_use_queue(&b, m->rx ? 0 : 1);
+	ring_driver_use(&b.rd, m->rx ? 0 : 1);
 	if (bench_start(&b))
 		return -1;
 	if (m->rx) {

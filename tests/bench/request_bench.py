@@ -93,21 +93,17 @@ def sample_threads(pid, last, stop):
         stop.wait(0.05)
 
 
-def run(transport, guest_transport, qd, irq, stats):
-    params = f"transport={guest_transport} qd={qd} requests={REQUESTS}"
-    if irq:
-        params += " irq=1"
-    cmd = [str(LKVM), "run", "-q", "--timeout", str(RUN_TIMEOUT),
-           "--virtio-transport", transport, "-k", str(GUEST), "-d", IMAGE,
-           "-p", params, "--stats", stats]
-    start = time.monotonic()
+def run_sampled(cmd):
+    """Runs cmd to its end, sampling the threads of its pid (lkvm, or a
+    command that execs lkvm): (exit code, rusage, stdout, stderr,
+    {thread: CPU seconds})."""
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     last, stop = {}, threading.Event()
     sampler = threading.Thread(target=sample_threads,
                                args=(proc.pid, last, stop))
     sampler.start()
-    # communicate() reads the pipes; wait4 below reaps and gives rusage.
+    # Threads read the pipes; wait4 below reaps and gives rusage.
     out_b, err_b = [], []
     readers = [threading.Thread(target=lambda s, b: b.append(s.read()),
                                 args=(s, b))
@@ -120,12 +116,25 @@ def run(transport, guest_transport, qd, irq, stats):
     sampler.join()
     for t in readers:
         t.join()
+    proc.stdout.close()
+    proc.stderr.close()
+    return (proc.returncode, ru, out_b[0].decode(errors="replace"),
+            err_b[0].decode(errors="replace"), last)
+
+
+def run(transport, guest_transport, qd, irq, stats):
+    params = f"transport={guest_transport} qd={qd} requests={REQUESTS}"
+    if irq:
+        params += " irq=1"
+    cmd = [str(LKVM), "run", "-q", "--timeout", str(RUN_TIMEOUT),
+           "--virtio-transport", transport, "-k", str(GUEST), "-d", IMAGE,
+           "-p", params, "--stats", stats]
+    start = time.monotonic()
+    rc, ru, out, err, last = run_sampled(cmd)
     wall = time.monotonic() - start
-    out = out_b[0].decode(errors="replace")
-    err = err_b[0].decode(errors="replace")
     m = LINE.search(out)
-    if proc.returncode or not m or int(m.group(5)):
-        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{out}{err}")
+    if rc or not m or int(m.group(5)):
+        sys.exit(f"{' '.join(cmd)} failed ({rc}):\n{out}{err}")
     with open(stats) as f:
         st = json.load(f)
     done, guest_us, kicks = int(m.group(1)), int(m.group(3)), int(m.group(4))

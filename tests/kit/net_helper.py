@@ -83,6 +83,54 @@ def wait_for_tap(name, deadline):
     return False
 
 
+def wait_tap_or_fail(name, deadline, out):
+    """--wait-tap: says "waiting", waits for the tap. False (and out, with
+    the error, printed) when it never appeared."""
+    print("waiting", flush=True)
+    if wait_for_tap(name, deadline):
+        return True
+    out["errors"].append(f"{name} never appeared")
+    print(json.dumps(out), flush=True)
+    return False
+
+
+def tap_socket(name):
+    """An AF_PACKET socket bound to the tap, for every ethertype; says
+    "ready"."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
+                      socket.htons(ETH_P_ALL))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+    s.bind((name, ETH_P_ALL))
+    print("ready", flush=True)
+    return s
+
+
+def frames_in(s, deadline, out):
+    """Yields each frame that comes in from the tap (our own outgoing ones
+    left out) until the deadline, or until stdin is closed (lkvm is gone)
+    and what was still queued is read, or until the tap goes away with
+    lkvm (out["tap_gone"])."""
+    stdin_open = True
+    while time.monotonic() < deadline:
+        fds = [s] + ([sys.stdin] if stdin_open else [])
+        ready, _, _ = select.select(fds, [], [], 0.2)
+        if sys.stdin in ready:
+            if not os.read(sys.stdin.fileno(), 4096):
+                stdin_open = False
+                # stdin closed: lkvm is gone; take what is still queued
+                deadline = min(deadline, time.monotonic() + 0.2)
+        if s not in ready:
+            continue
+        try:
+            data, addr = s.recvfrom(1 << 18)
+        except OSError as e:
+            # a tap lkvm created goes away with it
+            out["tap_gone"] = e.errno
+            return
+        if addr[2] != PACKET_OUTGOING:
+            yield data
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ifname", required=True)
@@ -106,45 +154,19 @@ def main():
     deadline = time.monotonic() + args.timeout
     out = {"frames": [], "injected": 0, "errors": [], "other": 0}
 
-    if args.wait_tap:
-        print("waiting", flush=True)
-        if not wait_for_tap(args.ifname, deadline):
-            out["errors"].append(f"{args.ifname} never appeared")
-            print(json.dumps(out), flush=True)
-            return 1
+    if args.wait_tap and not wait_tap_or_fail(args.ifname, deadline, out):
+        return 1
     try:
         with open(f"/sys/class/net/{args.ifname}/tun_flags") as f:
             out["tun_flags"] = int(f.read(), 16)
     except OSError as e:
         out["errors"].append(f"tun_flags: {e}")
 
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
-                      socket.htons(ETH_P_ALL))
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
-    s.bind((args.ifname, ETH_P_ALL))
-    print("ready", flush=True)
+    s = tap_socket(args.ifname)
 
     dst = parse_mac(args.dst)
-    stdin_open = True
     t0 = time.monotonic()
-    while time.monotonic() < deadline:
-        fds = [s] + ([sys.stdin] if stdin_open else [])
-        ready, _, _ = select.select(fds, [], [], 0.2)
-        if sys.stdin in ready:
-            if not os.read(sys.stdin.fileno(), 4096):
-                stdin_open = False
-                # stdin closed: lkvm is gone; take what is still queued
-                deadline = min(deadline, time.monotonic() + 0.2)
-        if s not in ready:
-            continue
-        try:
-            data, addr = s.recvfrom(1 << 18)
-        except OSError as e:
-            # a tap lkvm created goes away with it
-            out["tap_gone"] = e.errno
-            break
-        if addr[2] == PACKET_OUTGOING:
-            continue
+    for data in frames_in(s, deadline, out):
         # anything coming in from the tap is the guest's: it is up
         first = not out["frames"] and not out["other"]
         if len(data) < 14 or struct.unpack(">H", data[12:14])[0] != ETH_TYPE_TX:

@@ -18,19 +18,14 @@ and any errors.
 """
 import argparse
 import json
-import os
-import select
-import socket
 import struct
 import sys
 import time
 
-from net_helper import parse_mac, wait_for_tap
+from net_helper import frames_in, parse_mac, tap_socket, wait_tap_or_fail
 
-ETH_P_ALL = 0x0003
 ETH_TYPE_IP = 0x0800
 ETH_TYPE_REQ = 0x88b7
-PACKET_OUTGOING = 4
 HOST_MAC = bytes.fromhex("020000000001")
 HOST_IP = bytes([10, 0, 0, 1])
 GUEST_IP = bytes([10, 0, 0, 2])
@@ -98,36 +93,11 @@ def main():
     out = {"frames": [], "requests": [], "injected": 0, "errors": [],
            "other": 0}
 
-    if args.wait_tap:
-        print("waiting", flush=True)
-        if not wait_for_tap(args.ifname, deadline):
-            out["errors"].append(f"{args.ifname} never appeared")
-            print(json.dumps(out), flush=True)
-            return 1
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
-                      socket.htons(ETH_P_ALL))
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
-    s.bind((args.ifname, ETH_P_ALL))
-    print("ready", flush=True)
+    if args.wait_tap and not wait_tap_or_fail(args.ifname, deadline, out):
+        return 1
+    s = tap_socket(args.ifname)
 
-    stdin_open = True
-    while time.monotonic() < deadline:
-        fds = [s] + ([sys.stdin] if stdin_open else [])
-        ready, _, _ = select.select(fds, [], [], 0.2)
-        if sys.stdin in ready:
-            if not os.read(sys.stdin.fileno(), 4096):
-                stdin_open = False
-                # lkvm is gone: take what is still queued
-                deadline = min(deadline, time.monotonic() + 0.2)
-        if s not in ready:
-            continue
-        try:
-            data, addr = s.recvfrom(1 << 18)
-        except OSError as e:
-            out["tap_gone"] = e.errno      # a tap lkvm created goes with it
-            break
-        if addr[2] == PACKET_OUTGOING:
-            continue
+    for data in frames_in(s, deadline, out):
         etype = struct.unpack("!H", data[12:14])[0] if len(data) >= 14 else 0
         if etype == ETH_TYPE_REQ:
             req = parse_request(data)

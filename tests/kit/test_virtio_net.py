@@ -145,17 +145,22 @@ class Helper:
 
     def __init__(self, ns, inject, seed, dst=MAC, wait_tap=False, big=0,
                  again_at=0, gap=0):
-        cmd = ["ip", "netns", "exec", ns, PYTHON, str(HELPER), "--ifname",
-               TAP, "--inject", str(inject), "--seed", str(seed), "--dst",
-               dst, "--timeout", str(PROC_TIMEOUT + 30)]
+        args = ["--inject", str(inject), "--seed", str(seed), "--dst", dst]
+        if big:
+            args += ["--big", str(big)]
+        if again_at:
+            args += ["--again-at", str(again_at)]
+        if gap:
+            args += ["--gap", str(gap)]
+        self.start(HELPER, ns, args, wait_tap)
+
+    def start(self, script, ns, args, wait_tap):
+        """Runs script (a helper on TAP) in ns with args."""
+        cmd = ["ip", "netns", "exec", ns, PYTHON, str(script), "--ifname",
+               TAP, *args, "--timeout", str(PROC_TIMEOUT + 30)]
         if wait_tap:
             cmd.append("--wait-tap")
-        if big:
-            cmd += ["--big", str(big)]
-        if again_at:
-            cmd += ["--again-at", str(again_at)]
-        if gap:
-            cmd += ["--gap", str(gap)]
+        self.name = Path(script).name
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
@@ -177,7 +182,7 @@ class Helper:
                     break
                 self.buf += data
         self.stop()
-        pytest.fail(f"net_helper.py never said {want!r}: "
+        pytest.fail(f"{self.name} never said {want!r}: "
                     f"{self.buf!r} {self.proc.stderr.read()!r}")
 
     def finish(self):
@@ -186,7 +191,7 @@ class Helper:
             out, err = self.proc.communicate(timeout=20)
         except subprocess.TimeoutExpired:
             self.stop()
-            pytest.fail("net_helper.py did not finish")
+            pytest.fail(f"{self.name} did not finish")
         lines = (self.buf + out).decode().splitlines()
         assert lines and self.proc.returncode == 0, (lines, err)
         self.result = json.loads(lines[-1])
@@ -199,8 +204,8 @@ class Helper:
 
 
 def lkvm_run(args, ns=None, stats=None, transport="pci", ioeventfd=True,
-             wait=True):
-    cmd = ([str(LKVM), "run", "--timeout", str(VM_TIMEOUT),
+             wait=True, lkvm=LKVM):
+    cmd = ([str(lkvm), "run", "--timeout", str(VM_TIMEOUT),
             "--virtio-transport", transport] + [str(a) for a in args])
     if stats:
         cmd[2:2] = ["--stats", str(stats)]

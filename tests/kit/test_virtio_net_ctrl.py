@@ -32,39 +32,24 @@ Run with: /usr/bin/python3 -m pytest -q tests/kit/test_virtio_net_ctrl.py
 """
 import os
 import re
-import subprocess
 import sys
-import time
-import json
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_virtio_net import (  # noqa: E402
-    CAN_NETNS, HAS_NETWORK, LKVM, MAC, PYTHON, TAP, Run, ip, kit, make_tap,
-    netns, Helper)
+    GUEST_TRANSPORT, LKVM, MAC, TAP, ip, kit, lkvm_run, make_tap, needs_netns,
+    netns, Helper, pytestmark as NET_MARKS)
 import netctrl_helper  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SANITIZE_LKVM = ROOT / "build" / "sanitize" / "lkvm"
 HELPER = Path(__file__).resolve().parent / "netctrl_helper.py"
-VM_TIMEOUT = 30
-PROC_TIMEOUT = 60
 NEEDS_RESET = 0x40
-GUEST_TRANSPORT = {"pci": "pci", "pci-legacy": "legacy", "mmio": "mmio"}
 
-pytestmark = [
-    pytest.mark.skipif(
-        not os.access(LKVM, os.X_OK)
-        or not os.access("/dev/kvm", os.R_OK | os.W_OK),
-        reason="needs ./lkvm (make lkvm) and access to /dev/kvm"),
-    pytest.mark.skipif(not HAS_NETWORK,
-                       reason="lkvm run --help has no --network yet"),
-    pytest.mark.skipif(
-        not CAN_NETNS,
-        reason="needs root, ip(8) and /dev/net/tun for a network namespace"),
-]
+# test_virtio_net's (./lkvm, /dev/kvm, --network), and a namespace for all
+pytestmark = [*NET_MARKS, needs_netns]
 
 assert netns  # the fixture, used by name below
 
@@ -81,33 +66,7 @@ class CtrlHelper(Helper):
     """netctrl_helper.py in the namespace, bound to the tap before lkvm."""
 
     def __init__(self, ns, wait_tap=False):
-        cmd = ["ip", "netns", "exec", ns, PYTHON, str(HELPER), "--ifname",
-               TAP, "--timeout", str(PROC_TIMEOUT + 30)]
-        if wait_tap:
-            cmd.append("--wait-tap")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
-        self.buf = b""
-        self.result = None
-
-
-def lkvm_run(lkvm, args, ns, stats, transport="pci"):
-    cmd = ["ip", "netns", "exec", ns, str(lkvm), "run", "--timeout",
-           str(VM_TIMEOUT), "--stats", str(stats), "--virtio-transport",
-           transport] + [str(a) for a in args]
-    start = time.monotonic()
-    try:
-        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=PROC_TIMEOUT)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"{' '.join(cmd)} did not end within {PROC_TIMEOUT}s; "
-                    f"output so far:\n{(e.stdout or b'').decode(errors='replace')}")
-    st = json.loads(Path(stats).read_text()) if Path(stats).exists() else None
-    return Run(proc.returncode, proc.stdout.decode(errors="replace"),
-               proc.stderr.decode(errors="replace"),
-               time.monotonic() - start, st)
+        self.start(HELPER, ns, [], wait_tap)
 
 
 def run_netctrl(ns, tmp_path, case, transport="pci", cpus=1, queues=1,
@@ -128,10 +87,10 @@ def run_netctrl(ns, tmp_path, case, transport="pci", cpus=1, queues=1,
             netarg += f",queues={queues}"
         params = {"case": case, "transport": GUEST_TRANSPORT[transport],
                   "mac": MAC, **params}
-        r = lkvm_run(lkvm, ["-c", cpus, "-k", kit("netctrl.elf"), "-n",
-                            netarg, "-p",
-                            " ".join(f"{k}={v}" for k, v in params.items())],
-                     ns, tmp_path / "stats.json", transport)
+        r = lkvm_run(["-c", cpus, "-k", kit("netctrl.elf"), "-n", netarg,
+                      "-p", " ".join(f"{k}={v}" for k, v in params.items())],
+                     ns=ns, stats=tmp_path / "stats.json",
+                     transport=transport, lkvm=lkvm)
         return r, h.finish()
     finally:
         h.stop()
