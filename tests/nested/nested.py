@@ -351,8 +351,20 @@ def run_l1(jobs, files, l1_kernel=None, workdir=None, lkvm=LKVM_STATIC,
     # QEMU boots the uncompressed vmlinux through its PVH entry: that
     # skips XZ decompression under TCG, 5-10 s of every L1 boot.
     kernel = l1_kernel.get("vmlinux") or l1_kernel["bzimage"]
-    return boot_l1(kernel, l1, timeout,
-                   log=os.path.join(workdir, "console.log"), echo=echo)
+    log = os.path.join(workdir, "console.log")
+    res = boot_l1(kernel, l1, timeout, log=log, echo=echo)
+    if not res.completed and not res.timed_out:
+        # QEMU ended before L1 said it was done: L1 itself died (a triple
+        # fault under TCG's nested SVM, seen now and then on this box,
+        # with lkvm's guests running as they should up to then). That is
+        # the emulator's failure, not a test's: boot once more, and say so.
+        died = res.describe()
+        os.replace(log, log + ".died")
+        sys.stderr.write("nested: L1 died, booting it once more: %s\n"
+                         % died.split("; last console")[0])
+        res = boot_l1(kernel, l1, timeout, log=log, echo=echo)
+        res.first_attempt = died
+    return res
 
 
 def main():
