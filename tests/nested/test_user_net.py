@@ -48,6 +48,7 @@ def shared_libs(binary):
 def job(tmp_path_factory):
     work = os.environ.get("LKVM_NESTED_WORK") or str(
         tmp_path_factory.mktemp("nested-user-net"))
+    os.makedirs(work, exist_ok=True)
     lkvm = os.environ.get("LKVM_NESTED_LKVM") or LKVM
     if not os.path.exists(lkvm):
         pytest.fail("%s is missing: run 'make lkvm'" % lkvm)
