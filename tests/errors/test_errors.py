@@ -250,3 +250,20 @@ def test_net_user_without_libslirp():
                        text=True, timeout=20)
     assert_one_line_error(p, "built without libslirp",
                           "user-mode networking")
+
+
+def test_net_missing_tap_without_cap_net_admin():
+    """A tap that does not exist, and no right to create one: lkvm says
+    what is missing and how to make the tap. CAP_NET_ADMIN is dropped
+    from the bounding set (root keeps /dev/kvm); the empty network
+    namespace of unshare -n keeps anything from being created outside."""
+    if os.geteuid() or not shutil.which("unshare") or \
+            not shutil.which("setpriv"):
+        pytest.skip("needs root, unshare and setpriv")
+    p = subprocess.run(["unshare", "-n", "setpriv",
+                        "--bounding-set=-net_admin", LKVM, "run", "-k",
+                        EXIT_ELF, "-n", "mode=tap,tapif=lkvm-nosuch0"],
+                       stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=20)
+    assert_one_line_error(p, "lkvm-nosuch0", "CAP_NET_ADMIN",
+                          "ip tuntap add")
