@@ -199,9 +199,13 @@ class L1Result:
 
     def describe(self):
         """A one-paragraph summary for failure messages."""
-        state = ("timed out after %.0f s" % self.elapsed if self.timed_out
-                 else "QEMU exited %s after %.0f s" % (self.returncode,
-                                                       self.elapsed))
+        if getattr(self, "stuck", False):
+            state = "reported itself stuck after %.0f s" % self.elapsed
+        elif self.timed_out:
+            state = "timed out after %.0f s" % self.elapsed
+        else:
+            state = "QEMU exited %s after %.0f s" % (self.returncode,
+                                                     self.elapsed)
         return "L1 %s; L1 facts %s; last console lines:\n%s" % (
             state, self.l1, self.tail())
 
@@ -276,6 +280,15 @@ def build_l1_initramfs(out, l1_kernel, jobs, files, lkvm=LKVM_STATIC,
         return mkinitramfs(out, *args, *extra_args)
 
 
+# L1's own kernel reporting itself stuck: a lockup in one of its KVM
+# threads, or lkvm's vCPU threads (vcpuN, only L1 has them) hung or
+# oopsing in L1's kernel. lkvm is a user process there: this is the
+# emulated machine failing (TCG's nested SVM), and it never recovers.
+L1_STUCK = re.compile(rb"soft lockup - CPU#\d+ stuck for \d+s! \[(kvm|vcpu)"
+                      rb"|INFO: task vcpu\d+:\d+ blocked for more than"
+                      rb"|Comm: vcpu\d+ ")
+
+
 def boot_l1(kernel, initrd, timeout, log=None, mem=2048, cpus=2,
             append="", echo=False, qemu_args=()):
     """Boot L1 under QEMU TCG with a hard timeout; return an L1Result.
@@ -294,7 +307,7 @@ def boot_l1(kernel, initrd, timeout, log=None, mem=2048, cpus=2,
     logf = open(log, "wb") if log else None
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    timed_out = False
+    timed_out = stuck = False
     try:
         os.set_blocking(proc.stdout.fileno(), False)
         while True:
@@ -320,6 +333,10 @@ def boot_l1(kernel, initrd, timeout, log=None, mem=2048, cpus=2,
             if echo:
                 sys.stdout.buffer.write(data)
                 sys.stdout.flush()
+            # The last chunks only: a line may straddle two reads.
+            if L1_STUCK.search(b"".join(chunks[-3:])):
+                stuck = True
+                break
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
@@ -327,8 +344,10 @@ def boot_l1(kernel, initrd, timeout, log=None, mem=2048, cpus=2,
         if logf:
             logf.close()
     text = b"".join(chunks).decode("utf-8", "replace")
-    return L1Result(text, None if timed_out else proc.returncode,
-                    time.monotonic() - start, timed_out)
+    res = L1Result(text, None if timed_out else proc.returncode,
+                   time.monotonic() - start, timed_out)
+    res.stuck = stuck
+    return res
 
 
 def run_l1(jobs, files, l1_kernel=None, workdir=None, lkvm=LKVM_STATIC,
@@ -353,11 +372,12 @@ def run_l1(jobs, files, l1_kernel=None, workdir=None, lkvm=LKVM_STATIC,
     kernel = l1_kernel.get("vmlinux") or l1_kernel["bzimage"]
     log = os.path.join(workdir, "console.log")
     res = boot_l1(kernel, l1, timeout, log=log, echo=echo)
-    if not res.completed and not res.timed_out:
-        # QEMU ended before L1 said it was done: L1 itself died (a triple
-        # fault under TCG's nested SVM, seen now and then on this box,
-        # with lkvm's guests running as they should up to then). That is
-        # the emulator's failure, not a test's: boot once more, and say so.
+    if res.stuck or (not res.completed and not res.timed_out):
+        # L1 itself died before it said it was done (a triple fault under
+        # TCG's nested SVM), or its kernel reported itself stuck
+        # (L1_STUCK); both seen now and then on this box, with lkvm's
+        # guests running as they should up to then. That is the
+        # emulator's failure, not a test's: boot once more, and say so.
         died = res.describe()
         os.replace(log, log + ".died")
         sys.stderr.write("nested: L1 died, booting it once more: %s\n"
