@@ -200,7 +200,8 @@ class L1Result:
     def describe(self):
         """A one-paragraph summary for failure messages."""
         if getattr(self, "stuck", False):
-            state = "reported itself stuck after %.0f s" % self.elapsed
+            state = ("stuck (its kernel said so, or its console went"
+                     " silent) after %.0f s" % self.elapsed)
         elif self.timed_out:
             state = "timed out after %.0f s" % self.elapsed
         else:
@@ -290,11 +291,14 @@ L1_STUCK = re.compile(rb"soft lockup - CPU#\d+ stuck for \d+s! \[(kvm|vcpu)"
 
 
 def boot_l1(kernel, initrd, timeout, log=None, mem=2048, cpus=2,
-            append="", echo=False, qemu_args=()):
+            append="", echo=False, qemu_args=(), silence=None):
     """Boot L1 under QEMU TCG with a hard timeout; return an L1Result.
 
     The console is read as it comes (and copied to log, a file path, and to
-    stdout if echo) so that a run that hangs still leaves its tail.
+    stdout if echo) so that a run that hangs still leaves its tail. With
+    silence, a console quiet for that many seconds means L1 is frozen (its
+    jobs' own timeouts would have printed something): the result is then
+    marked stuck, as it is when L1's kernel says so (L1_STUCK).
     """
     cmd = ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "max",
            "-smp", str(cpus), "-m", str(mem), "-nodefaults", "-nographic",
@@ -308,12 +312,17 @@ def boot_l1(kernel, initrd, timeout, log=None, mem=2048, cpus=2,
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     timed_out = stuck = False
+    last_output = start
     try:
         os.set_blocking(proc.stdout.fileno(), False)
         while True:
-            left = start + timeout - time.monotonic()
+            now = time.monotonic()
+            left = start + timeout - now
             if left <= 0:
                 timed_out = True
+                break
+            if silence and now - last_output > silence:
+                stuck = True
                 break
             # A short poll keeps the deadline exact without a reader thread.
             ready, _, _ = select.select([proc.stdout], [], [], min(left, 1))
@@ -327,6 +336,7 @@ def boot_l1(kernel, initrd, timeout, log=None, mem=2048, cpus=2,
                     break
                 continue
             chunks.append(data)
+            last_output = time.monotonic()
             if logf:
                 logf.write(data)
                 logf.flush()
@@ -371,18 +381,21 @@ def run_l1(jobs, files, l1_kernel=None, workdir=None, lkvm=LKVM_STATIC,
     # skips XZ decompression under TCG, 5-10 s of every L1 boot.
     kernel = l1_kernel.get("vmlinux") or l1_kernel["bzimage"]
     log = os.path.join(workdir, "console.log")
-    res = boot_l1(kernel, l1, timeout, log=log, echo=echo)
+    # Every job prints when it starts and when it ends or is killed.
+    silence = max(j.timeout for j in jobs) + 60 if jobs else None
+    res = boot_l1(kernel, l1, timeout, log=log, echo=echo, silence=silence)
     if res.stuck or (not res.completed and not res.timed_out):
         # L1 itself died before it said it was done (a triple fault under
-        # TCG's nested SVM), or its kernel reported itself stuck
-        # (L1_STUCK); both seen now and then on this box, with lkvm's
+        # TCG's nested SVM), its kernel reported itself stuck (L1_STUCK)
+        # or it went silent; all seen now and then on this box, with lkvm's
         # guests running as they should up to then. That is the
         # emulator's failure, not a test's: boot once more, and say so.
         died = res.describe()
         os.replace(log, log + ".died")
         sys.stderr.write("nested: L1 died, booting it once more: %s\n"
                          % died.split("; last console")[0])
-        res = boot_l1(kernel, l1, timeout, log=log, echo=echo)
+        res = boot_l1(kernel, l1, timeout, log=log, echo=echo,
+                      silence=silence)
         res.first_attempt = died
     return res
 
