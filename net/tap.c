@@ -38,7 +38,9 @@ static void tap_explain(const char *ifname, int err)
 		pr_err("cannot attach to tap '%s': %s", ifname, strerror(err));
 }
 
-static int tap_ioctl_all(struct net_backend *be, unsigned long req, void *arg)
+/* The same request on every queue of the tap. */
+static int tap_ioctl_all(struct net_backend *be, unsigned long req,
+			 unsigned long arg)
 {
 	unsigned int i;
 
@@ -50,17 +52,12 @@ static int tap_ioctl_all(struct net_backend *be, unsigned long req, void *arg)
 
 static int tap_set_header_len(struct net_backend *be, int len)
 {
-	return tap_ioctl_all(be, TUNSETVNETHDRSZ, &len);
+	return tap_ioctl_all(be, TUNSETVNETHDRSZ, (unsigned long)&len);
 }
 
 static int tap_set_offloads(struct net_backend *be, unsigned int tun_flags)
 {
-	unsigned int i;
-
-	for (i = 0; i < be->nr_queues; i++)
-		if (ioctl(be->fds[i], TUNSETOFFLOAD, tun_flags) < 0)
-			return -errno;
-	return 0;
+	return tap_ioctl_all(be, TUNSETOFFLOAD, tun_flags);
 }
 
 static int tap_enable_queue(struct net_backend *be, unsigned int idx,

@@ -306,18 +306,6 @@ static uint64_t blk_features(const struct virtio_blk *blk, unsigned int nr_queue
 	return f;
 }
 
-static int blk_attach_transport(struct vm *vm, struct virtio_blk *blk,
-				const struct virtio_blk_options *opts)
-{
-	if (opts->custom_transport) {
-		blk->vdev.transport = opts->custom_transport;
-		blk->vdev.transport_priv = opts->custom_transport_priv;
-		return 0;
-	}
-	return virtio_transport_attach(vm, &blk->vdev, opts->transport,
-				       PCI_CLASS_STORAGE_SCSI);
-}
-
 struct virtio_blk *virtio_blk_create(struct vm *vm,
 				     const struct virtio_blk_options *opts)
 {
@@ -337,7 +325,10 @@ struct virtio_blk *virtio_blk_create(struct vm *vm,
 	blk_fill_config(blk, nr_queues);
 	blk->vdev.config = (uint8_t *)&blk->config;
 	blk->vdev.config_size = sizeof(blk->config);
-	if (blk_attach_transport(vm, blk, opts) ||
+	if (virtio_transport_attach(vm, &blk->vdev, opts->transport,
+				    PCI_CLASS_STORAGE_SCSI,
+				    opts->custom_transport,
+				    opts->custom_transport_priv) ||
 	    iothread_start(blk->iothread))
 		goto fail;
 	return blk;

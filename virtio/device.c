@@ -343,8 +343,15 @@ void virtio_device_broken(struct virtio_device *vdev, struct virtio_queue *q,
 }
 
 int virtio_transport_attach(struct vm *vm, struct virtio_device *vdev,
-			    enum virtio_transport transport, uint32_t pci_class)
+			    enum virtio_transport transport, uint32_t pci_class,
+			    const struct virtio_transport_ops *custom,
+			    void *custom_priv)
 {
+	if (custom) {
+		vdev->transport = custom;
+		vdev->transport_priv = custom_priv;
+		return 0;
+	}
 	switch (transport) {
 	case VIRTIO_TRANSPORT_MMIO:
 		return virtio_mmio_create(vm, vdev);

@@ -14,6 +14,7 @@
  * RX (net_rx.c): frames go from the backend straight into the driver's
  * receive buffers; when there are none, the backend waits, not the frame.
  */
+#include <endian.h>
 #include <errno.h>
 #include <linux/if_tun.h>
 #include <linux/virtio_ids.h>
@@ -206,16 +207,23 @@ static void net_driver_ok(struct virtio_device *vdev)
 	net_set_guest_offloads(net, vdev->guest_features);
 }
 
+/* The config fields a driver cannot change: link status, queue pairs. */
+static void net_config_fixed_fields(struct virtio_net *net)
+{
+	uint16_t status = htole16(VIRTIO_NET_S_LINK_UP);
+	uint16_t pairs = htole16(net->nr_pairs);
+
+	memcpy(&net->config.status, &status, sizeof(status));
+	memcpy(&net->config.max_virtqueue_pairs, &pairs, sizeof(pairs));
+}
+
 /* Only a legacy driver writes the config: the MAC, nothing else. */
 static void net_config_written(struct virtio_device *vdev, unsigned int offset,
 			       unsigned int len)
 {
 	struct virtio_net *net = vdev->priv;
-	uint16_t status = VIRTIO_NET_S_LINK_UP;
-	uint16_t pairs = net->nr_pairs;
 
-	memcpy(&net->config.status, &status, sizeof(status));
-	memcpy(&net->config.max_virtqueue_pairs, &pairs, sizeof(pairs));
+	net_config_fixed_fields(net);
 	if (offset < ETH_ADDR_LEN)
 		net_filter_set_mac(&net->filter, net->config.mac);
 }
@@ -350,29 +358,13 @@ static void net_destroy_pairs(struct virtio_net *net)
 
 static void net_init_config(struct virtio_net *net, const uint8_t *mac)
 {
-	uint16_t status = VIRTIO_NET_S_LINK_UP;
-	uint16_t pairs = net->nr_pairs;
-
 	memcpy(net->config.mac, mac, ETH_ADDR_LEN);
-	memcpy(&net->config.status, &status, sizeof(status));
-	memcpy(&net->config.max_virtqueue_pairs, &pairs, sizeof(pairs));
+	net_config_fixed_fields(net);
 	net->vdev.config = (uint8_t *)&net->config;
 	/* Up to max_virtqueue_pairs: no MTU or speed fields are offered. */
 	net->vdev.config_size = offsetof(struct virtio_net_config, mtu);
 	net->vdev.host_features |= net_features(net);
 	net_filter_reset(&net->filter, mac);
-}
-
-static int net_attach_transport(struct vm *vm, struct virtio_net *net,
-				const struct virtio_net_options *opts)
-{
-	if (opts->custom_transport) {
-		net->vdev.transport = opts->custom_transport;
-		net->vdev.transport_priv = opts->custom_transport_priv;
-		return 0;
-	}
-	return virtio_transport_attach(vm, &net->vdev, opts->transport,
-				       PCI_CLASS_NETWORK);
 }
 
 struct virtio_net *virtio_net_create(struct vm *vm,
@@ -397,7 +389,10 @@ struct virtio_net *virtio_net_create(struct vm *vm,
 		goto fail;
 	net_bind_queues(net);
 	net_init_config(net, opts->net.mac);
-	if (net_attach_transport(vm, net, opts) || net_start_pairs(net))
+	if (virtio_transport_attach(vm, &net->vdev, opts->transport,
+				    PCI_CLASS_NETWORK, opts->custom_transport,
+				    opts->custom_transport_priv) ||
+	    net_start_pairs(net))
 		goto fail;
 	return net;
 fail:

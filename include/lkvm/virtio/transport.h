@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 struct vm;
+struct virtio_transport_ops;
 struct virtio_device;
 
 enum virtio_transport {
@@ -18,9 +19,15 @@ enum virtio_transport {
 /* Put vdev on a virtio-mmio slot the firmware tables will announce. */
 int virtio_mmio_create(struct vm *vm, struct virtio_device *vdev);
 
-/* Put vdev on the chosen transport; pci_class is its PCI class code. */
+/*
+ * Put vdev on the chosen transport (pci_class: its PCI class code), or on
+ * `custom` with custom_priv when given (benchmarks drive a device from a
+ * host thread through a transport of their own).
+ */
 int virtio_transport_attach(struct vm *vm, struct virtio_device *vdev,
-			    enum virtio_transport transport, uint32_t pci_class);
+			    enum virtio_transport transport, uint32_t pci_class,
+			    const struct virtio_transport_ops *custom,
+			    void *custom_priv);
 
 /* Put vdev on PCI bus 0: modern, or legacy (I/O BAR, INTx). */
 int virtio_pci_create(struct vm *vm, struct virtio_device *vdev, bool legacy,
