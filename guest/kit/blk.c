@@ -976,17 +976,8 @@ static void check_errors(uint8_t *buf)
 KIT_TEST(blk)
 {
 	uint8_t *buf, *rbuf;
-	char tname[16] = "mmio";
 
-	kit_cmdline_get("transport", tname, sizeof(tname));
-	if (!strcmp(tname, "pci")) {
-		transport = VIO_PCI;
-	} else if (!strcmp(tname, "legacy")) {
-		transport = VIO_PCI_LEGACY;
-	} else if (strcmp(tname, "mmio")) {
-		kit_fail("transport=%s: not mmio, pci or legacy", tname);
-		kit_finish();
-	}
+	transport = vio_cmdline_transport(VIO_MMIO);
 	use_msix = kit_cmdline_u64("msix", 1);
 	unaligned = kit_cmdline_u64("unaligned", 0);
 	buf = alloc_buf(CHUNK_SECTORS * SECTOR);

@@ -815,19 +815,11 @@ static void bad_tx(const char *what)
 
 KIT_TEST(net)
 {
-	char tname[16] = "mmio", buf[32];
+	char buf[32];
 	uint64_t wait_us;
 	unsigned int i, before;
 
-	kit_cmdline_get("transport", tname, sizeof(tname));
-	if (!strcmp(tname, "pci")) {
-		transport = VIO_PCI;
-	} else if (!strcmp(tname, "legacy")) {
-		transport = VIO_PCI_LEGACY;
-	} else if (strcmp(tname, "mmio")) {
-		kit_fail("transport=%s: not mmio, pci or legacy", tname);
-		kit_finish();
-	}
+	transport = vio_cmdline_transport(VIO_MMIO);
 	if (kit_cmdline_get("dst", buf, sizeof(buf)) &&
 	    !kit_check(kit_parse_mac(buf, dst), "dst=%s: not a MAC", buf))
 		kit_finish();

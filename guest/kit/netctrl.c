@@ -1609,20 +1609,10 @@ static void case_hostile(const struct hostile_case *c)
 
 KIT_TEST(netctrl)
 {
-	char tname[16] = "pci", cname[32] = "", buf[32];
+	char cname[32] = "", buf[32];
 	unsigned int i, q, d;
 
-	kit_cmdline_get("transport", tname, sizeof(tname));
-	if (!strcmp(tname, "pci")) {
-		transport = VIO_PCI;
-	} else if (!strcmp(tname, "legacy")) {
-		transport = VIO_PCI_LEGACY;
-	} else if (!strcmp(tname, "mmio")) {
-		transport = VIO_MMIO;
-	} else {
-		kit_fail("transport=%s: not mmio, pci or legacy", tname);
-		kit_finish();
-	}
+	transport = vio_cmdline_transport(VIO_PCI);
 	for (q = 0; q < MAX_PAIRS; q++)
 		for (i = 0; i < RXBUFS; i++)
 			if (!(rx_buf[q][i] = kit_zalloc(RXSIZE)))

@@ -93,6 +93,23 @@ int vio_slot_gsi(unsigned int slot)
 	return slot < VIO_MMIO_SLOTS ? slot_gsis[slot] : -1;
 }
 
+enum vio_transport vio_cmdline_transport(enum vio_transport dflt)
+{
+	char name[16];
+
+	if (!kit_cmdline_get("transport", name, sizeof(name)))
+		return dflt;
+	if (!strcmp(name, "pci"))
+		return VIO_PCI;
+	if (!strcmp(name, "legacy"))
+		return VIO_PCI_LEGACY;
+	if (strcmp(name, "mmio")) {
+		kit_fail("transport=%s: not mmio, pci or legacy", name);
+		kit_finish();
+	}
+	return VIO_MMIO;
+}
+
 unsigned int vio_find(struct vio_dev *devs, unsigned int max)
 {
 	unsigned int slot, n = 0;

@@ -76,6 +76,10 @@ int vio_slot_gsi(unsigned int slot);
  */
 unsigned int vio_find(struct vio_dev *devs, unsigned int max);
 
+/* transport=mmio|pci|legacy from the command line, else dflt; ends the
+ * test with a failure on anything else. */
+enum vio_transport vio_cmdline_transport(enum vio_transport dflt);
+
 /*
  * Looks in the DSDT for a LNRO0005 device whose _CRS has Memory32Fixed at
  * base; returns true and its size and GSI (Extended Interrupt) if found.

@@ -88,6 +88,11 @@ def lkvm_run(*args, timeout=VM_TIMEOUT, stats=None):
     cmd = lkvm_cmd(*args, timeout=timeout)
     if stats:
         cmd[2:2] = ["--stats", str(stats)]
+    return run_cmd(cmd, stats)
+
+
+def run_cmd(cmd, stats=None, run_cls=None):
+    """Run lkvm's command line; a Run (or run_cls) with its --stats JSON."""
     start = time.monotonic()
     try:
         proc = subprocess.run(cmd, cwd=ROOT, stdin=subprocess.DEVNULL,
@@ -98,9 +103,10 @@ def lkvm_run(*args, timeout=VM_TIMEOUT, stats=None):
                     f"output so far:\n{(e.stdout or b'').decode(errors='replace')}")
     st = json.loads(Path(stats).read_text()) if stats and Path(stats).exists() \
         else None
-    return Run(proc.returncode, proc.stdout.decode(errors="replace"),
-               proc.stderr.decode(errors="replace"),
-               time.monotonic() - start, st)
+    return (run_cls or Run)(proc.returncode,
+                            proc.stdout.decode(errors="replace"),
+                            proc.stderr.decode(errors="replace"),
+                            time.monotonic() - start, st)
 
 
 def kit(name):

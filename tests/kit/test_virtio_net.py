@@ -50,7 +50,7 @@ from pathlib import Path
 
 import pytest
 
-from test_virtio_blk import KIT, LKVM, Run as BlkRun
+from test_virtio_blk import LKVM, Run as BlkRun, kit, run_cmd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import net_helper  # noqa: E402
@@ -101,13 +101,6 @@ pytestmark = [
 needs_netns = pytest.mark.skipif(
     not CAN_NETNS,
     reason="needs root, ip(8) and /dev/net/tun for a network namespace")
-
-
-def kit(name):
-    path = KIT / name
-    if not path.exists():
-        pytest.fail(f"{path} missing: run make guest-kit")
-    return path
 
 
 def ip(*args, ns=None, check=True):
@@ -213,19 +206,7 @@ def lkvm_run(args, ns=None, stats=None, transport="pci", ioeventfd=True,
         cmd.append("--no-ioeventfd")
     if ns:
         cmd = ["ip", "netns", "exec", ns] + cmd
-    start = time.monotonic()
-    try:
-        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=PROC_TIMEOUT)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"{' '.join(cmd)} did not end within {PROC_TIMEOUT}s; "
-                    f"output so far:\n{(e.stdout or b'').decode(errors='replace')}")
-    st = json.loads(Path(stats).read_text()) if stats and Path(stats).exists() \
-        else None
-    return Run(proc.returncode, proc.stdout.decode(errors="replace"),
-               proc.stderr.decode(errors="replace"),
-               time.monotonic() - start, st)
+    return run_cmd(cmd, stats, run_cls=Run)
 
 
 def guest_counts(r):

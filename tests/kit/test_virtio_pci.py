@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from test_virtio_blk import (DISCARD, IMG_SECTORS, KIT, LKVM, SOFT_KVM,
-                             WZEROES, Run, blk_cmdline, can_punch_holes,
+                             WZEROES, Run, blk_cmdline, can_punch_holes, kit,
                              check_image, fill_range, make_image, pattern,
                              read_sectors, write_sectors)
 
@@ -41,13 +41,6 @@ BAR_DEVICE = {"pci": "virtio-pci", "pci-legacy": "virtio-pci-legacy"}
 pytestmark = pytest.mark.skipif(
     not os.access(LKVM, os.X_OK) or not os.access("/dev/kvm", os.R_OK | os.W_OK),
     reason="needs ./lkvm (make lkvm) and access to /dev/kvm")
-
-
-def kit(name):
-    path = KIT / name
-    if not path.exists():
-        pytest.fail(f"{path} missing: run make guest-kit")
-    return path
 
 
 def run_pci(transport, *args, stats, ioeventfd=True, cpus=1):
