@@ -281,11 +281,14 @@ def build_l1_initramfs(out, l1_kernel, jobs, files, lkvm=LKVM_STATIC,
         return mkinitramfs(out, *args, *extra_args)
 
 
-# L1's own kernel reporting itself stuck: a lockup in one of its KVM
-# threads, or lkvm's vCPU threads (vcpuN, only L1 has them) hung or
-# oopsing in L1's kernel. lkvm is a user process there: this is the
-# emulated machine failing (TCG's nested SVM), and it never recovers.
-L1_STUCK = re.compile(rb"soft lockup - CPU#\d+ stuck for \d+s! \[(kvm|vcpu)"
+# A kernel reporting itself stuck: a soft lockup or a starved RCU (seen
+# in L1 in kvm-pit, sh and kthreadd alike), lkvm's vCPU threads (vcpuN,
+# only L1 has them) hung or oopsing in L1's kernel. lkvm is a user process
+# there: this is the emulated machine failing (TCG's nested SVM), and it
+# never recovers. Were it an L2 guest's lockup, the second boot would show
+# it again and fail.
+L1_STUCK = re.compile(rb"soft lockup - CPU#\d+ stuck for \d+s!"
+                      rb"|rcu_preempt kthread starved"
                       rb"|INFO: task vcpu\d+:\d+ blocked for more than"
                       rb"|Comm: vcpu\d+ ")
 
