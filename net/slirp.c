@@ -15,7 +15,9 @@
  * Backpressure: when the device has not taken what the slirp thread sent
  * (the guest posts no receive buffers), the thread waits for room instead
  * of dropping, so slirp stops reading host sockets and the host's TCP
- * flow control pushes back on the peers. The device end never blocks.
+ * flow control pushes back on the peers. The device end never blocks:
+ * when the slirp thread falls behind on what the guest sends, the device
+ * gets EAGAIN and holds its transmit queue until there is room.
  */
 #include <errno.h>
 #include <poll.h>

@@ -10,12 +10,16 @@
  * negotiates, through the backend's offload flags.
  *
  * TX: every chain is [virtio-net header + frame], written to the backend
- * as it is (the tap speaks the same header).
+ * as it is (the tap speaks the same header). A backend that refuses a
+ * frame for want of room (the user-mode backend's socket when its thread
+ * falls behind; a tap never does) stops TX until it has room again: the
+ * frame stays in the ring, nothing is dropped.
  * RX (net_rx.c): frames go from the backend straight into the driver's
  * receive buffers; when there are none, the backend waits, not the frame.
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/if_tun.h>
 #include <linux/virtio_ids.h>
 #include <stdio.h>
@@ -54,7 +58,11 @@ static enum net_queue_role net_queue_role(struct virtio_net *net,
 	return NET_QUEUE_UNUSED;
 }
 
-static void net_tx_one(struct net_queue_pair *p, const struct virtq_chain *c)
+enum tx_result { TX_DONE, TX_BACKEND_FULL };
+
+/* TX_DONE: sent, or dropped and counted (bad chain, backend gone). */
+static enum tx_result net_tx_one(struct net_queue_pair *p,
+				 const struct virtq_chain *c)
 {
 	struct iovec iov[NET_QUEUE_SIZE];
 	unsigned int i;
@@ -62,16 +70,48 @@ static void net_tx_one(struct net_queue_pair *p, const struct virtq_chain *c)
 	if (c->nr_in || c->out_len < p->net->hdr_len ||
 	    c->nr_out > NET_QUEUE_SIZE) {
 		p->tx_dropped++;	/* not a frame the spec allows */
-		return;
+		return TX_DONE;
 	}
 	for (i = 0; i < c->nr_out; i++)
 		iov[i] = (struct iovec) { c->out[i].hva, c->out[i].len };
 	while (writev(p->fd, iov, c->nr_out) < 0) {
+		if (errno == EAGAIN)
+			return TX_BACKEND_FULL;
 		if (errno != EINTR) {
-			p->tx_dropped++;	/* backend down or full */
+			p->tx_dropped++;	/* backend down */
 			break;
 		}
 	}
+	return TX_DONE;
+}
+
+/* Caller holds the pair's TX queue lock. */
+static bool net_tx_wait_for_room(struct net_queue_pair *p, bool wait)
+{
+	if (wait == p->tx_waiting)
+		return true;
+	if (wait && iothread_add(p->iothread, &p->tx_room_src, EPOLLOUT))
+		return false;
+	if (!wait)
+		iothread_del(p->iothread, &p->tx_room_src);
+	p->tx_waiting = wait;
+	return true;
+}
+
+/*
+ * The backend refused c: put it back and let the backend's room resume
+ * TX (notifications stay off meanwhile: kicks would find it full too).
+ * Should the wait be impossible, the frame is dropped, not the queue.
+ */
+static bool net_tx_hold(struct net_queue_pair *p, struct virtio_queue *q)
+{
+	if (!net_tx_wait_for_room(p, true)) {
+		p->tx_dropped++;
+		return false;
+	}
+	virtq_unpop(&q->ring, 1);
+	virtio_queue_publish(&p->net->vdev, q);
+	return true;
 }
 
 static void net_tx(struct net_queue_pair *p, struct virtio_queue *q)
@@ -80,10 +120,14 @@ static void net_tx(struct net_queue_pair *p, struct virtio_queue *q)
 	struct virtq_chain c;
 	int ret;
 
+	if (p->tx_waiting)
+		return;		/* net_backend_has_room() goes on */
 	do {
 		virtq_enable_notify(&q->ring, false);
 		while ((ret = virtq_pop(&q->ring, &c)) > 0) {
-			net_tx_one(p, &c);
+			if (net_tx_one(p, &c) == TX_BACKEND_FULL &&
+			    net_tx_hold(p, q))
+				return;
 			q->requests++;
 			virtq_push(&q->ring, c.head, 0);
 		}
@@ -95,6 +139,19 @@ static void net_tx(struct net_queue_pair *p, struct virtio_queue *q)
 		}
 		virtq_enable_notify(&q->ring, true);
 	} while (virtq_has_avail(&q->ring));
+}
+
+/* The backend's queue has room again (the pair's I/O thread). */
+static void net_backend_has_room(struct io_source *src, uint32_t events)
+{
+	struct net_queue_pair *p = src->opaque;
+	struct virtio_queue *q = net_pair_txq(p);
+
+	pthread_mutex_lock(&q->lock);
+	net_tx_wait_for_room(p, false);
+	if (q->live)
+		net_tx(p, q);
+	pthread_mutex_unlock(&q->lock);
 }
 
 static void net_queue_kick(struct virtio_device *vdev, struct virtio_queue *q)
@@ -183,6 +240,10 @@ static void net_reset(struct virtio_device *vdev)
 		pthread_mutex_lock(&q->lock);
 		net_watch_backend(p, false);
 		p->pending_len = 0;
+		pthread_mutex_unlock(&q->lock);
+		q = net_pair_txq(p);
+		pthread_mutex_lock(&q->lock);
+		net_tx_wait_for_room(p, false);
 		pthread_mutex_unlock(&q->lock);
 	}
 	net_set_guest_offloads(net, 0);
@@ -287,6 +348,10 @@ static uint64_t net_features(const struct virtio_net *net)
 static int net_open_backend(struct virtio_net *net,
 			    const struct virtio_net_options *opts)
 {
+	if (opts->custom_backend) {
+		net->backend = *opts->custom_backend;
+		return 0;
+	}
 	if (opts->net.mode == NET_MODE_USER) {
 #ifdef CONFIG_SLIRP
 		return slirp_backend_open(&net->backend, &opts->net);
@@ -316,6 +381,15 @@ static int net_create_pairs(struct virtio_net *net, struct vm *vm)
 		p->backend_src = (struct io_source) {
 			.fd = p->fd, .handler = net_backend_readable, .opaque = p,
 		};
+		p->tx_room_src = (struct io_source) {
+			.fd = fcntl(p->fd, F_DUPFD_CLOEXEC, 0),
+			.handler = net_backend_has_room, .opaque = p,
+		};
+		if (p->tx_room_src.fd < 0) {
+			pr_err("network '%s': cannot duplicate its fd: %s",
+			       net->backend.name, strerror(errno));
+			return -1;
+		}
 		snprintf(name, sizeof(name), "net-io%u", i);
 		p->iothread = iothread_create(vm, name);
 		if (!p->iothread)
@@ -349,9 +423,17 @@ static void net_destroy_pairs(struct virtio_net *net)
 	unsigned int i;
 
 	for (i = 0; i < net->nr_pairs; i++) {
-		if (net->pairs[i] && net->pairs[i]->iothread) {
-			iothread_destroy(net->pairs[i]->iothread);
-			net->pairs[i]->iothread = NULL;
+		struct net_queue_pair *p = net->pairs[i];
+
+		if (!p)
+			continue;
+		if (p->iothread) {
+			iothread_destroy(p->iothread);
+			p->iothread = NULL;
+		}
+		if (p->tx_room_src.fd >= 0) {
+			close(p->tx_room_src.fd);
+			p->tx_room_src.fd = -1;
 		}
 	}
 }

@@ -52,15 +52,22 @@ struct net_rx_batch {
 /*
  * One receive/transmit queue pair and its backend queue. Everything here
  * belongs to the pair's I/O thread: the RX state under the RX queue's
- * lock, the backend's write side under the TX queue's lock.
+ * lock, the backend's write side (tx_*) under the TX queue's lock.
  */
 struct net_queue_pair {
 	struct virtio_net *net;
 	unsigned int index;
 	int fd;				/* the backend's queue */
 	struct iothread *iothread;
-	struct io_source backend_src;
+	struct io_source backend_src;	/* fd readable: RX */
 	bool backend_watched;
+	/*
+	 * A second fd for the same backend queue, watched for room while
+	 * the backend refuses frames (EAGAIN): epoll keeps one event mask
+	 * per fd, and RX (under the other queue's lock) owns fd's.
+	 */
+	struct io_source tx_room_src;
+	bool tx_waiting;		/* TX stopped until the backend has room */
 	size_t pending_len;		/* a frame read but not delivered */
 	size_t rx_estimate;		/* bytes to have posted per frame */
 	struct net_rx_batch batch;
@@ -96,6 +103,11 @@ struct virtio_net {
 static inline struct virtio_queue *net_pair_rxq(struct net_queue_pair *p)
 {
 	return &p->net->vdev.queues[2 * p->index];
+}
+
+static inline struct virtio_queue *net_pair_txq(struct net_queue_pair *p)
+{
+	return &p->net->vdev.queues[2 * p->index + 1];
 }
 
 /* The receive path (net_rx.c); callers hold the pair's RX queue lock. */

@@ -22,6 +22,12 @@ struct virtio_net_options {
 	 */
 	const struct virtio_transport_ops *custom_transport;
 	void *custom_transport_priv;
+	/*
+	 * An open backend of the caller's instead of the one `net` describes
+	 * (tests drive the device against a socket pair they control); the
+	 * device takes it over and closes it. NULL normally.
+	 */
+	const struct net_backend *custom_backend;
 };
 
 struct virtio_net *virtio_net_create(struct vm *vm,

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * virtio-net's transmit path against a backend that runs out of room, as
+ * the user-mode backend's socket does when its thread falls behind: the
+ * device (virtio/net.c, on its own I/O thread) is driven from this thread
+ * through a split ring (tests/bench/ring_driver.c), its backend is a
+ * socket pair this test reads, or not. Frames must wait in the ring, not
+ * be dropped, and go out in order once there is room. A VM without vCPUs
+ * on /dev/kvm holds the memory map; skipped where /dev/kvm cannot be opened.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "lkvm/util.h"
+#include "lkvm/virtio/net.h"
+#include "lkvm/vm.h"
+#include "../../virtio/net_internal.h"
+#include "../bench/ring_driver.h"
+
+#define TXQ		1
+#define NR_FRAMES	200		/* many times what the socket holds */
+#define FRAME_LEN	1514
+#define SLOT		2048		/* each frame's place in guest memory */
+#define DATA_OFF	(4 * RING_AREA)
+#define MEM_SIZE	(DATA_OFF + NR_FRAMES * SLOT)
+#define SETTLE_MS	100		/* the device idle this long: it waits */
+#define GUARD_MS	5000
+
+static const uint8_t guest_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+
+struct fixture {
+	struct vm_config cfg;
+	struct vm vm;
+	struct ring_driver rd;
+	struct virtio_net *net;
+	int peer;			/* the backend's other end */
+	unsigned int closed;
+};
+
+static int fake_header_len(struct net_backend *be, int len)
+{
+	return 0;
+}
+
+static int fake_offloads(struct net_backend *be, unsigned int flags)
+{
+	return 0;
+}
+
+static int fake_enable_queue(struct net_backend *be, unsigned int idx,
+			     bool enable)
+{
+	return 0;
+}
+
+static void fake_close(struct net_backend *be)
+{
+	close(be->fds[0]);
+	(*(unsigned int *)be->priv)++;
+}
+
+static const struct net_backend_ops fake_backend_ops = {
+	.set_header_len = fake_header_len,
+	.set_offloads = fake_offloads,
+	.enable_queue = fake_enable_queue,
+	.close = fake_close,
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct net_backend be = { .ops = &fake_backend_ops, .nr_queues = 1 };
+	struct virtio_net_options opts = {
+		.net = { .mode = NET_MODE_USER, .queues = 1 },
+		.use_ioeventfd = true,
+		.custom_transport = &ring_driver_transport,
+		.custom_backend = &be,
+	};
+	int sndbuf = 64 * 1024, sv[2];
+
+	f->cfg = (struct vm_config) { .nr_cpus = 1 };
+	if (access("/dev/kvm", R_OK | W_OK) || vm_create(&f->vm, &f->cfg)) {
+		free(f);
+		skip();
+		return 0;
+	}
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK |
+				    SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf,
+				    sizeof(sndbuf)), 0);
+	be.fds[0] = sv[0];
+	be.priv = &f->closed;
+	snprintf(be.name, sizeof(be.name), "pair");
+	f->peer = sv[1];
+	memcpy(opts.net.mac, guest_mac, 6);
+	opts.custom_transport_priv = &f->rd;
+	assert_int_equal(ring_driver_init(&f->rd, &f->vm, MEM_SIZE, GUARD_MS),
+			 0);
+	f->net = virtio_net_create(&f->vm, &opts);
+	assert_non_null(f->net);
+	f->rd.vdev = virtio_net_device(f->net);
+	assert_int_equal(ring_driver_start(&f->rd,
+					   1u << VIRTIO_RING_F_EVENT_IDX, 2), 0);
+	ring_driver_use(&f->rd, TXQ);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	if (!f)
+		return 0;
+	virtio_net_destroy(f->net);
+	assert_int_equal(f->closed, 1);
+	close(f->peer);
+	vm_destroy(&f->vm);
+	free(f);
+	return 0;
+}
+
+/* Frame i: a header, then bytes that say i, at its own slot. */
+static void post_frames(struct fixture *f, unsigned int n)
+{
+	struct ring_driver *rd = &f->rd;
+	uint16_t old = rd->avail_idx;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		size_t off = DATA_OFF + (size_t)i * SLOT;
+
+		memset(rd->mem + off, 0, NET_HDR_LEN);
+		memset(rd->mem + off + NET_HDR_LEN, (int)(i & 0xff), FRAME_LEN);
+		memcpy(rd->mem + off + NET_HDR_LEN, &i, sizeof(i));
+		rd->desc[i] = (struct vring_desc) {
+			.addr = ring_gpa(off), .len = NET_HDR_LEN + FRAME_LEN,
+		};
+		ring_driver_add(rd, (uint16_t)i);
+	}
+	ring_driver_publish(rd, old);
+}
+
+static uint16_t used_idx(struct fixture *f)
+{
+	return __atomic_load_n(&f->rd.used->idx, __ATOMIC_ACQUIRE);
+}
+
+/* used->idx once it has not moved for SETTLE_MS (or at the guard). */
+static uint16_t settled_used(struct fixture *f)
+{
+	uint16_t last = used_idx(f);
+	unsigned int still = 0, waited;
+
+	for (waited = 0; still < SETTLE_MS && waited < GUARD_MS; waited += 5) {
+		usleep(5000);
+		if (used_idx(f) == last) {
+			still += 5;
+		} else {
+			last = used_idx(f);
+			still = 0;
+		}
+	}
+	return last;
+}
+
+static bool tx_waiting(struct fixture *f)
+{
+	return __atomic_load_n(&f->net->pairs[0]->tx_waiting, __ATOMIC_ACQUIRE);
+}
+
+static uint64_t tx_dropped(struct fixture *f)
+{
+	return f->net->pairs[0]->tx_dropped;
+}
+
+/* Read frame `want` from the peer, waiting up to GUARD_MS for it. */
+static void expect_frame(struct fixture *f, unsigned int want)
+{
+	uint8_t buf[NET_HDR_LEN + FRAME_LEN + 16];
+	struct pollfd pfd = { .fd = f->peer, .events = POLLIN };
+	unsigned int seq;
+	ssize_t n;
+
+	assert_int_equal(poll(&pfd, 1, GUARD_MS), 1);
+	n = read(f->peer, buf, sizeof(buf));
+	assert_int_equal(n, NET_HDR_LEN + FRAME_LEN);
+	memcpy(&seq, buf + NET_HDR_LEN, sizeof(seq));
+	assert_int_equal(seq, want);
+	assert_int_equal(buf[NET_HDR_LEN + FRAME_LEN - 1], want & 0xff);
+}
+
+static void test_full_backend_holds_frames(void **state)
+{
+	struct fixture *f = *state;
+	uint16_t held;
+	unsigned int i;
+
+	post_frames(f, NR_FRAMES);
+	held = settled_used(f);
+	/* The socket took what it holds, the rest waits in the ring. */
+	assert_true(held > 0 && held < NR_FRAMES);
+	assert_true(tx_waiting(f));
+	assert_int_equal(tx_dropped(f), 0);
+	/* Room resumes TX: every frame, in order, none lost. */
+	for (i = 0; i < NR_FRAMES; i++)
+		expect_frame(f, i);
+	assert_int_equal(settled_used(f), NR_FRAMES);
+	assert_false(tx_waiting(f));
+	assert_int_equal(tx_dropped(f), 0);
+	assert_int_equal(f->rd.q->requests, NR_FRAMES);
+}
+
+static void test_reset_while_waiting(void **state)
+{
+	struct fixture *f = *state;
+	struct virtio_device *vdev = f->rd.vdev;
+	uint16_t held;
+
+	post_frames(f, NR_FRAMES);
+	held = settled_used(f);
+	assert_true(held < NR_FRAMES && tx_waiting(f));
+	virtio_set_status(vdev, 0);
+	assert_false(tx_waiting(f));
+	/* Room after the reset wakes nothing: the ring is gone. */
+	while (read(f->peer, (uint8_t[2048]){ 0 }, 2048) > 0)
+		;
+	usleep(50 * 1000);
+	assert_int_equal(used_idx(f), held);
+	assert_int_equal(tx_dropped(f), 0);
+	/* The driver starts over and the device serves it. */
+	memset(f->rd.mem, 0, DATA_OFF);
+	f->rd.avail_idx = f->rd.last_used = 0;
+	assert_int_equal(ring_driver_start(&f->rd,
+					   1u << VIRTIO_RING_F_EVENT_IDX, 2), 0);
+	ring_driver_use(&f->rd, TXQ);
+	post_frames(f, 3);
+	expect_frame(f, 0);
+	expect_frame(f, 1);
+	expect_frame(f, 2);
+	assert_int_equal(settled_used(f), 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_full_backend_holds_frames,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reset_while_waiting,
+						setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
