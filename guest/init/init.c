@@ -51,6 +51,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DEBUG_EXIT_PORT	0x501
@@ -379,26 +380,40 @@ static void kill_all(void)
 /*
  * The UART sends from a kernel buffer; powering off before it is empty
  * loses the command's last lines (through /dev/console this is the tty
- * the command wrote to as well). tcdrain() alone was seen to return with
- * kilobytes still queued on a 2-vCPU guest, so also wait, for at most
- * 2 s, until the queue reads empty and the transmitter is idle.
+ * the command wrote to as well). Wait until the queue reads empty and the
+ * transmitter is idle, for as long as the queue keeps moving: each byte
+ * costs the guest a VM exit, and nested under emulation on a busy host a
+ * 2-vCPU guest needed more than 2 s for its last 4 KiB. Not tcdrain(): it
+ * was seen to return with kilobytes queued, and it has no bound.
  */
+#define DRAIN_STALL_MS	3000	/* a queue this long unmoved is stuck */
+#define DRAIN_MAX_MS	60000
+
+static unsigned long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+}
+
 static void console_drain(void)
 {
-	unsigned int lsr, i;
-	int queued;
+	unsigned long long start = now_ms(), moved = start, t;
+	int queued, last = -1;
+	unsigned int lsr;
 
-	tcdrain(STDOUT_FILENO);
-	for (i = 0; i < 2000; i++) {
+	for (t = start; t - start < DRAIN_MAX_MS && t - moved < DRAIN_STALL_MS;
+	     t = now_ms()) {
 		if (ioctl(STDOUT_FILENO, TIOCOUTQ, &queued))
 			return;		/* not a tty: nothing to wait for */
-		if (queued > 0) {
-			usleep(1000);
-			continue;
+		if (queued != last) {
+			moved = t;
+			last = queued;
 		}
 		/* Not a serial port (no LSR to read): the queue is enough. */
-		if (ioctl(STDOUT_FILENO, TIOCSERGETLSR, &lsr) ||
-		    (lsr & TIOCSER_TEMT))
+		if (!queued && (ioctl(STDOUT_FILENO, TIOCSERGETLSR, &lsr) ||
+				(lsr & TIOCSER_TEMT)))
 			return;
 		usleep(1000);
 	}
