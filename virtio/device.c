@@ -59,6 +59,7 @@ int virtio_device_init(struct virtio_device *vdev, struct vm *vm,
 	vdev->nr_queues = nr_queues;
 	vdev->host_features = VIRTIO_CORE_FEATURES;
 	pthread_mutex_init(&vdev->lock, NULL);
+	pthread_mutex_init(&vdev->config_lock, NULL);
 	for (i = 0; i < nr_queues; i++) {
 		struct virtio_queue *q = &vdev->queues[i];
 
@@ -283,22 +284,40 @@ void virtio_config_read(struct virtio_device *vdev, unsigned int offset,
 			void *data, unsigned int len)
 {
 	memset(data, 0, len);
-	pthread_mutex_lock(&vdev->lock);
+	pthread_mutex_lock(&vdev->config_lock);
 	if (range_within(offset, len, 0, vdev->config_size))
 		memcpy(data, vdev->config + offset, len);
-	pthread_mutex_unlock(&vdev->lock);
+	pthread_mutex_unlock(&vdev->config_lock);
 }
 
 void virtio_config_write(struct virtio_device *vdev, unsigned int offset,
 			 const void *data, unsigned int len)
 {
-	pthread_mutex_lock(&vdev->lock);
+	pthread_mutex_lock(&vdev->config_lock);
 	if (vdev->ops->config_written &&
 	    range_within(offset, len, 0, vdev->config_size)) {
 		memcpy(vdev->config + offset, data, len);
 		vdev->ops->config_written(vdev, offset, len);
 	}
-	pthread_mutex_unlock(&vdev->lock);
+	pthread_mutex_unlock(&vdev->config_lock);
+}
+
+uint32_t virtio_config_generation(struct virtio_device *vdev)
+{
+	return __atomic_load_n(&vdev->config_generation, __ATOMIC_ACQUIRE);
+}
+
+void virtio_config_update(struct virtio_device *vdev, unsigned int offset,
+			  const void *data, unsigned int len)
+{
+	pthread_mutex_lock(&vdev->config_lock);
+	if (range_within(offset, len, 0, vdev->config_size) &&
+	    memcmp(vdev->config + offset, data, len)) {
+		memcpy(vdev->config + offset, data, len);
+		__atomic_fetch_add(&vdev->config_generation, 1,
+				   __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&vdev->config_lock);
 }
 
 void virtio_queue_notify(struct virtio_device *vdev, unsigned int index)

@@ -122,7 +122,8 @@ static uint32_t mmio_read_reg(struct virtio_mmio *m, uint64_t reg)
 	case VIRTIO_MMIO_INTERRUPT_STATUS:
 		return __atomic_load_n(&m->isr, __ATOMIC_SEQ_CST);
 	case VIRTIO_MMIO_STATUS:	return virtio_get_status(vdev);
-	case VIRTIO_MMIO_CONFIG_GENERATION: return vdev->config_generation;
+	case VIRTIO_MMIO_CONFIG_GENERATION:
+		return virtio_config_generation(vdev);
 	case VIRTIO_MMIO_SHM_LEN_LOW:
 	case VIRTIO_MMIO_SHM_LEN_HIGH:
 		return 0xffffffff;	/* no shared memory regions: length -1 */

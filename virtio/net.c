@@ -247,13 +247,17 @@ static void net_reset(struct virtio_device *vdev)
 		pthread_mutex_unlock(&q->lock);
 	}
 	net_set_guest_offloads(net, 0);
-	net_filter_reset(&net->filter, net->config.mac);
+	/* As a NIC's EEPROM would: the next driver starts from it again. */
+	virtio_config_update(vdev, offsetof(struct virtio_net_config, mac),
+			     net->perm_mac, ETH_ADDR_LEN);
+	net_filter_reset(&net->filter, net->perm_mac);
 }
 
 static void net_driver_ok(struct virtio_device *vdev)
 {
 	struct virtio_net *net = vdev->priv;
 	struct net_backend *be = &net->backend;
+	uint8_t mac[ETH_ADDR_LEN];
 
 	/* A legacy driver without MRG_RXBUF uses the 10-byte header. */
 	net->hdr_len = virtio_has_feature(vdev, VIRTIO_F_VERSION_1) ||
@@ -262,7 +266,10 @@ static void net_driver_ok(struct virtio_device *vdev)
 	if (be->ops->set_header_len(be, net->hdr_len))
 		pr_warn("network '%s': cannot set a %u-byte header", be->name,
 			net->hdr_len);
-	net_filter_reset(&net->filter, net->config.mac);
+	/* A legacy driver may have written its own. */
+	virtio_config_read(vdev, offsetof(struct virtio_net_config, mac), mac,
+			   ETH_ADDR_LEN);
+	net_filter_reset(&net->filter, mac);
 	/* One pair until the driver asks for more (VIRTIO_NET_CTRL_MQ). */
 	net_set_active_pairs(net, 1);
 	net_set_guest_offloads(net, vdev->guest_features);
@@ -440,6 +447,7 @@ static void net_destroy_pairs(struct virtio_net *net)
 
 static void net_init_config(struct virtio_net *net, const uint8_t *mac)
 {
+	memcpy(net->perm_mac, mac, ETH_ADDR_LEN);
 	memcpy(net->config.mac, mac, ETH_ADDR_LEN);
 	net_config_fixed_fields(net);
 	net->vdev.config = (uint8_t *)&net->config;

@@ -181,10 +181,11 @@ static uint8_t ctrl_mac(struct virtio_net *net, uint8_t cmd,
 	if (cmd != VIRTIO_NET_CTRL_MAC_ADDR_SET || len != ETH_ADDR_LEN ||
 	    !virtio_has_feature(&net->vdev, VIRTIO_NET_F_CTRL_MAC_ADDR))
 		return VIRTIO_NET_ERR;
-	/*
-	 * The config space keeps the permanent address, as a NIC's EEPROM
-	 * does: the next driver starts from it again.
-	 */
+	/* In config space before the command is done (virtio 5.1.6.5.2.1). */
+	if (virtio_has_feature(&net->vdev, VIRTIO_NET_F_MAC))
+		virtio_config_update(&net->vdev,
+				     offsetof(struct virtio_net_config, mac),
+				     data, ETH_ADDR_LEN);
 	net_filter_set_mac(&net->filter, data);
 	return VIRTIO_NET_OK;
 }

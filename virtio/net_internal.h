@@ -79,18 +79,21 @@ struct net_queue_pair {
 };
 
 /*
- * The config space is fixed after creation but for the MAC, which a
- * legacy driver may write (under vdev->lock). active_pairs and hdr_len
- * are set under vdev->lock (status) or the control queue's lock, and read
+ * The config space is fixed after creation but for the MAC: a legacy
+ * driver may write it, MAC_ADDR_SET sets it and a reset brings perm_mac
+ * back, all under vdev->config_lock. active_pairs and hdr_len are set
+ * under vdev->lock (status) or the control queue's lock, and read
  * atomically by the I/O threads.
  *
  * Lock order: vdev->lock, then one queue lock at a time; or the control
  * queue's lock, then a pair's RX queue lock (net_set_active_pairs). No
  * path takes the control queue's lock while holding another queue's.
+ * vdev->config_lock comes after any of them, and before the filter's.
  */
 struct virtio_net {
 	struct virtio_device vdev;
 	struct virtio_net_config config;
+	uint8_t perm_mac[ETH_ADDR_LEN];	/* given or made up: fixed */
 	struct net_backend backend;
 	unsigned int nr_pairs;
 	unsigned int active_pairs;

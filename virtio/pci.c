@@ -377,7 +377,8 @@ static uint32_t common_read(struct virtio_pci *vp, unsigned int off)
 	case VIRTIO_PCI_COMMON_MSIX:		return vp->config_vector;
 	case VIRTIO_PCI_COMMON_NUMQ:		return vdev->nr_queues;
 	case VIRTIO_PCI_COMMON_STATUS:		return virtio_get_status(vdev);
-	case VIRTIO_PCI_COMMON_CFGGENERATION:	return vdev->config_generation;
+	case VIRTIO_PCI_COMMON_CFGGENERATION:
+		return virtio_config_generation(vdev);
 	case VIRTIO_PCI_COMMON_Q_SELECT:	return vp->queue_sel;
 	case VIRTIO_PCI_COMMON_Q_SIZE:		return q ? q->size : 0;
 	case VIRTIO_PCI_COMMON_Q_MSIX:

@@ -64,27 +64,26 @@ uint32_t vio_config_read32(const struct vio_dev *d, unsigned int off)
 	return vio_read(d, VIRTIO_MMIO_CONFIG + off);
 }
 
+uint32_t vio_config_generation(const struct vio_dev *d)
+{
+	if (is_pci(d))
+		return vio_pci_config_generation(d);
+	return vio_read(d, VIRTIO_MMIO_CONFIG_GENERATION);
+}
+
 uint64_t vio_config_read64(const struct vio_dev *d, unsigned int off)
 {
 	uint32_t gen, lo, hi;
 
-	if (is_pci(d)) {
-		/* legacy has no generation: the same value twice will do */
-		do {
-			gen = vio_pci_config_generation(d);
-			lo = vio_config_read32(d, off);
-			hi = vio_config_read32(d, off + 4);
-		} while (gen != vio_pci_config_generation(d) ||
-			 (d->transport == VIO_PCI_LEGACY &&
-			  (lo != vio_config_read32(d, off) ||
-			   hi != vio_config_read32(d, off + 4))));
-		return ((uint64_t)hi << 32) | lo;
-	}
+	/* legacy has no generation: the same value twice will do */
 	do {
-		gen = vio_read(d, VIRTIO_MMIO_CONFIG_GENERATION);
+		gen = vio_config_generation(d);
 		lo = vio_config_read32(d, off);
 		hi = vio_config_read32(d, off + 4);
-	} while (gen != vio_read(d, VIRTIO_MMIO_CONFIG_GENERATION));
+	} while (gen != vio_config_generation(d) ||
+		 (d->transport == VIO_PCI_LEGACY &&
+		  (lo != vio_config_read32(d, off) ||
+		   hi != vio_config_read32(d, off + 4))));
 	return ((uint64_t)hi << 32) | lo;
 }
 

@@ -66,6 +66,8 @@ uint8_t vio_config_read8(const struct vio_dev *d, unsigned int off);
 uint32_t vio_config_read32(const struct vio_dev *d, unsigned int off);
 /* Two 32-bit halves under the generation counter, as the spec asks. */
 uint64_t vio_config_read64(const struct vio_dev *d, unsigned int off);
+/* The config generation; legacy PCI has none and says 0. */
+uint32_t vio_config_generation(const struct vio_dev *d);
 
 /* The GSI lkvm gives slot n (x86/arch.c), or -1. */
 int vio_slot_gsi(unsigned int slot);

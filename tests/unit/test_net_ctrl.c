@@ -121,6 +121,11 @@ static void device(uint64_t features, unsigned int pairs)
 	net->vdev.guest_features = features | (1ULL << VIRTIO_F_VERSION_1);
 	net->vdev.status = VIRTIO_CONFIG_S_DRIVER_OK;
 	net->nr_pairs = pairs;
+	pthread_mutex_init(&net->vdev.config_lock, NULL);
+	memcpy(net->perm_mac, our_mac, 6);
+	memcpy(net->config.mac, our_mac, 6);
+	net->vdev.config = (uint8_t *)&net->config;
+	net->vdev.config_size = offsetof(struct virtio_net_config, mtu);
 	net->backend.ops = &fake_backend;
 	net->backend.nr_queues = pairs;
 	net->backend.offloads = true;
@@ -143,6 +148,7 @@ static void device(uint64_t features, unsigned int pairs)
 }
 
 static const uint64_t all_ctrl =
+	(1ULL << VIRTIO_NET_F_MAC) |
 	(1ULL << VIRTIO_NET_F_CTRL_VQ) | (1ULL << VIRTIO_NET_F_CTRL_RX) |
 	(1ULL << VIRTIO_NET_F_CTRL_RX_EXTRA) |
 	(1ULL << VIRTIO_NET_F_CTRL_MAC_ADDR);
@@ -362,12 +368,27 @@ static void test_rx_modes(void **state)
 
 static void test_mac_addr_set(void **state)
 {
+	struct virtio_device *vdev = &t.net->vdev;
+	uint32_t gen = virtio_config_generation(vdev);
+
 	assert_int_equal(rx_mode(VIRTIO_NET_CTRL_RX_PROMISC, 0), VIRTIO_NET_OK);
 	assert_int_equal(cmd(VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET,
 			     new_mac, 6), VIRTIO_NET_OK);
 	expect_filter("0100100");
-	/* the config space keeps the permanent address */
 	assert_memory_equal(t.net->filter.mac, new_mac, 6);
+	/* the config space says so too, in a new generation */
+	assert_memory_equal(t.net->config.mac, new_mac, 6);
+	assert_int_equal(virtio_config_generation(vdev), gen + 1);
+	/* the same address again: nothing for a driver to read again */
+	assert_int_equal(cmd(VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET,
+			     new_mac, 6), VIRTIO_NET_OK);
+	assert_int_equal(virtio_config_generation(vdev), gen + 1);
+	/* without VIRTIO_NET_F_MAC the config space has no MAC to change */
+	device(all_ctrl & ~(1ULL << VIRTIO_NET_F_MAC), 1);
+	assert_int_equal(cmd(VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET,
+			     new_mac, 6), VIRTIO_NET_OK);
+	assert_memory_equal(t.net->filter.mac, new_mac, 6);
+	assert_memory_equal(t.net->config.mac, our_mac, 6);
 	/* a reset brings the permanent one back, and promiscuity */
 	net_filter_reset(&t.net->filter, our_mac);
 	expect_filter("1111111");

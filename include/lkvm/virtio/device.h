@@ -88,10 +88,12 @@ struct virtio_transport_ops {
 };
 
 /*
- * One device. Register state (status, features, queue configuration,
- * config space) is written by vCPU threads through the transport under
- * `lock`; the queues have their own locks, so a kick never waits for a
- * register access of another queue.
+ * One device. Register state (status, features, queue configuration) is
+ * written by vCPU threads through the transport under `lock`; the queues
+ * have their own locks, so a kick never waits for a register access of
+ * another queue. The config space and its generation have `config_lock`,
+ * taken last: a device changes its config while serving a queue (under
+ * that queue's lock) and at reset (under `lock`).
  */
 struct virtio_device {
 	struct vm *vm;
@@ -106,7 +108,8 @@ struct virtio_device {
 	uint64_t host_features;		/* offered */
 	uint64_t guest_features;	/* accepted by the driver */
 	uint8_t status;
-	uint32_t config_generation;
+	pthread_mutex_t config_lock;
+	uint32_t config_generation;	/* also read atomically */
 	uint8_t *config;		/* device-specific config space */
 	uint32_t config_size;
 	bool driver_seen;		/* the driver ever set DRIVER */
@@ -132,6 +135,13 @@ void virtio_config_read(struct virtio_device *vdev, unsigned int offset,
 			void *data, unsigned int len);
 void virtio_config_write(struct virtio_device *vdev, unsigned int offset,
 			 const void *data, unsigned int len);
+uint32_t virtio_config_generation(struct virtio_device *vdev);
+/*
+ * Device side: change config bytes the driver reads; the generation moves
+ * if they differ, so that a driver reading across the change reads again.
+ */
+void virtio_config_update(struct virtio_device *vdev, unsigned int offset,
+			  const void *data, unsigned int len);
 /* The driver (un)readied a queue; caller holds vdev->lock. */
 void virtio_queue_set_enabled(struct virtio_device *vdev,
 			      struct virtio_queue *q, bool enable);
