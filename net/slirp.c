@@ -17,7 +17,10 @@
  * of dropping, so slirp stops reading host sockets and the host's TCP
  * flow control pushes back on the peers. The device end never blocks:
  * when the slirp thread falls behind on what the guest sends, the device
- * gets EAGAIN and holds its transmit queue until there is room.
+ * gets EAGAIN and holds its transmit queue until there is room. As this
+ * thread also reads what the guest sends, a guest that takes nothing for
+ * SLIRP_ROOM_WAIT_MS has frames for it dropped from then on, until it
+ * takes one again: its transmit queue must not wait on its receive queue.
  */
 #include <errno.h>
 #include <poll.h>
@@ -43,6 +46,8 @@
 #define SLIRP_SOCKBUF		(2 * 1024 * 1024)
 /* Frames taken from the guest per wake-up before slirp's sockets run. */
 #define SLIRP_RX_BATCH		64
+/* A slow guest is waited for; one that takes no frame this long is deaf. */
+#define SLIRP_ROOM_WAIT_MS	2000
 #define SLIRP_GUEST_ERRORS_SHOWN	10
 
 /* Poll slots 0 and 1 are ours; slirp's sockets follow. */
@@ -62,8 +67,8 @@ struct slirp_timer {
  * One user-mode network, set up by slirp_backend_open() before its thread
  * starts and torn down by slirp_close() after the thread is joined. While
  * the thread runs:
- *  - slirp, timers, pfds, nr_pfds, max_pfds, guest_errors, frame: the
- *    slirp thread only (every libslirp call happens there);
+ *  - slirp, timers, pfds, nr_pfds, max_pfds, guest_errors, guest_deaf,
+ *    frame: the slirp thread only (every libslirp call happens there);
  *  - dev_fd: the device's I/O thread; peer_fd: the slirp thread;
  *  - hdr_len: stored by the device's status thread at DRIVER_OK, loaded by
  *    the slirp thread, both with __atomic (one value per frame, no lock);
@@ -82,6 +87,7 @@ struct slirp_net {
 	unsigned int nr_pfds;
 	unsigned int max_pfds;
 	unsigned int guest_errors;
+	bool guest_deaf;		/* took nothing for SLIRP_ROOM_WAIT_MS */
 	uint8_t frame[SLIRP_HDR_MAX + SLIRP_FRAME_MAX];
 };
 
@@ -99,8 +105,9 @@ static int64_t slirp_clock_ms(void)
 }
 
 /*
- * Wait until the device end can take another frame, or until close()
- * asks the thread to stop: false then.
+ * Wait until the device end can take another frame: false if close()
+ * asks the thread to stop, or if the guest took nothing for
+ * SLIRP_ROOM_WAIT_MS (it is deaf then, until a frame goes in again).
  */
 static bool slirp_wait_room(struct slirp_net *sn)
 {
@@ -108,11 +115,17 @@ static bool slirp_wait_room(struct slirp_net *sn)
 		{ .fd = sn->stop_fd, .events = POLLIN },
 		{ .fd = sn->peer_fd, .events = POLLOUT },
 	};
+	int n;
 
-	while (poll(pfd, 2, -1) < 0)
+	while ((n = poll(pfd, 2, SLIRP_ROOM_WAIT_MS)) < 0)
 		if (errno != EINTR)
 			return false;
-	return !pfd[0].revents;
+	if (n == 0) {
+		sn->guest_deaf = true;
+		pr_warn_once("user net: the guest took no frame for %d ms: dropping frames for it until it takes one",
+			     SLIRP_ROOM_WAIT_MS);
+	}
+	return n > 0 && !pfd[0].revents;
 }
 
 /* slirp -> guest: one frame behind an all-zero header (no offloads). */
@@ -127,22 +140,26 @@ static ssize_t slirp_send_packet(const void *buf, size_t len, void *opaque)
 	};
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
 
+	/*
+	 * A frame that cannot go (stopping, a deaf guest, the device end
+	 * gone) is lost, as on a wire: a negative return would only make
+	 * libslirp print through glib.
+	 */
 	for (;;) {
-		if (sendmsg(sn->peer_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
+		if (sendmsg(sn->peer_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
+			sn->guest_deaf = false;
 			return len;
+		}
 		if (errno == EINTR)
 			continue;
-		if (errno != EAGAIN || !slirp_wait_room(sn))
-			break;
+		if (errno != EAGAIN) {
+			pr_warn_once("user net: cannot pass a frame to the guest: %s",
+				     strerror(errno));
+			return len;
+		}
+		if (sn->guest_deaf || !slirp_wait_room(sn))
+			return len;
 	}
-	/*
-	 * Stopping, or the device end is gone: the frame is lost, as on a
-	 * wire. A negative return would only make libslirp print through glib.
-	 */
-	if (errno != EAGAIN)
-		pr_warn_once("user net: cannot pass a frame to the guest: %s",
-			     strerror(errno));
-	return len;
 }
 
 /* A guest's malformed packet: worth a line, but a guest must not flood. */

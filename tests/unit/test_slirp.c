@@ -400,6 +400,44 @@ static void test_backpressure_drops_nothing(void **state)
 	net_backend_close(&be);
 }
 
+/*
+ * A guest that takes nothing for 2 s (SLIRP_ROOM_WAIT_MS) is not waited
+ * for any more: what it sends is read again (its transmit queue must not
+ * wait on its receive queue), what is for it is dropped, until it takes a
+ * frame again.
+ */
+static void test_deaf_guest_keeps_sending(void **state)
+{
+	struct net_config cfg = { .mode = NET_MODE_USER };
+	enum log_level saved = log_threshold;
+	struct pollfd pfd;
+	struct net_backend be;
+	uint8_t f[64], buf[2048] = { 0 };
+	size_t len = arp_request(f, "10.0.2.2");
+	unsigned int i;
+	ssize_t n;
+
+	log_threshold = LOG_SILENT;	/* the thread says it is dropping */
+	open_user(&be, &cfg);
+	assert_true(fill(&be) > 100);
+	memcpy(buf + HDR, f, len);
+	pfd = (struct pollfd) { .fd = be.fds[0], .events = POLLOUT };
+	for (i = 0; i < 1000; i++) {
+		assert_int_equal(poll(&pfd, 1, 4000), 1);
+		assert_int_equal(write(be.fds[0], buf, HDR + len), HDR + len);
+	}
+	/* What was queued for it is still there; then it is heard again. */
+	while ((n = recv_frame(&be, buf, sizeof(buf), 300)) > 0)
+		check_arp_reply(buf, n, HDR, "10.0.2.2");
+	memcpy(buf + HDR, f, len);
+	assert_int_equal(write(be.fds[0], buf, HDR + len), HDR + len);
+	n = recv_frame(&be, buf, sizeof(buf), 2000);
+	assert_true(n > 0);
+	check_arp_reply(buf, n, HDR, "10.0.2.2");
+	net_backend_close(&be);
+	log_threshold = saved;
+}
+
 /* close() stops a thread that waits for room, and frees everything. */
 static void test_close_while_waiting(void **state)
 {
@@ -420,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_dhcp_then_hostfwd),
 		cmocka_unit_test(test_hostfwd_port_busy),
 		cmocka_unit_test(test_backpressure_drops_nothing),
+		cmocka_unit_test(test_deaf_guest_keeps_sending),
 		cmocka_unit_test(test_close_while_waiting),
 	};
 
