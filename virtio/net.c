@@ -85,17 +85,22 @@ static enum tx_result net_tx_one(struct net_queue_pair *p,
 	return TX_DONE;
 }
 
-/* Caller holds the pair's TX queue lock. */
-static bool net_tx_wait_for_room(struct net_queue_pair *p, bool wait)
+/* Let the backend's room resume TX; caller holds the TX queue lock. */
+static bool net_tx_start_waiting(struct net_queue_pair *p)
 {
-	if (wait == p->tx_waiting)
-		return true;
-	if (wait && iothread_add(p->iothread, &p->tx_room_src, EPOLLOUT))
+	if (!p->tx_waiting &&
+	    iothread_add(p->iothread, &p->tx_room_src, EPOLLOUT))
 		return false;
-	if (!wait)
-		iothread_del(p->iothread, &p->tx_room_src);
-	p->tx_waiting = wait;
+	p->tx_waiting = true;
 	return true;
+}
+
+/* Caller holds the pair's TX queue lock. */
+static void net_tx_stop_waiting(struct net_queue_pair *p)
+{
+	if (p->tx_waiting)
+		iothread_del(p->iothread, &p->tx_room_src);
+	p->tx_waiting = false;
 }
 
 /*
@@ -105,7 +110,7 @@ static bool net_tx_wait_for_room(struct net_queue_pair *p, bool wait)
  */
 static bool net_tx_hold(struct net_queue_pair *p, struct virtio_queue *q)
 {
-	if (!net_tx_wait_for_room(p, true)) {
+	if (!net_tx_start_waiting(p)) {
 		p->tx_dropped++;
 		return false;
 	}
@@ -148,7 +153,7 @@ static void net_backend_has_room(struct io_source *src, uint32_t events)
 	struct virtio_queue *q = net_pair_txq(p);
 
 	pthread_mutex_lock(&q->lock);
-	net_tx_wait_for_room(p, false);
+	net_tx_stop_waiting(p);
 	if (q->live)
 		net_tx(p, q);
 	pthread_mutex_unlock(&q->lock);
@@ -243,7 +248,7 @@ static void net_reset(struct virtio_device *vdev)
 		pthread_mutex_unlock(&q->lock);
 		q = net_pair_txq(p);
 		pthread_mutex_lock(&q->lock);
-		net_tx_wait_for_room(p, false);
+		net_tx_stop_waiting(p);
 		pthread_mutex_unlock(&q->lock);
 	}
 	net_set_guest_offloads(net, 0);

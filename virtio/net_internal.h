@@ -50,9 +50,10 @@ struct net_rx_batch {
 };
 
 /*
- * One receive/transmit queue pair and its backend queue. Everything here
- * belongs to the pair's I/O thread: the RX state under the RX queue's
- * lock, the backend's write side (tx_*) under the TX queue's lock.
+ * One receive/transmit queue pair and its backend queue, served by the
+ * pair's I/O thread: the RX state under the RX queue's lock, the
+ * backend's write side (tx_*) under the TX queue's lock. A reset (a vCPU
+ * thread) and the control queue's thread take the same locks.
  */
 struct net_queue_pair {
 	struct virtio_net *net;

@@ -389,7 +389,7 @@ static void test_mac_addr_set(void **state)
 			     new_mac, 6), VIRTIO_NET_OK);
 	assert_memory_equal(t.net->filter.mac, new_mac, 6);
 	assert_memory_equal(t.net->config.mac, our_mac, 6);
-	/* a reset brings the permanent one back, and promiscuity */
+	/* the filter's reset (net_reset's part; kit: netctrl.elf) */
 	net_filter_reset(&t.net->filter, our_mac);
 	expect_filter("1111111");
 	assert_int_equal(rx_mode(VIRTIO_NET_CTRL_RX_PROMISC, 0), VIRTIO_NET_OK);

@@ -92,8 +92,10 @@ struct virtio_transport_ops {
  * written by vCPU threads through the transport under `lock`; the queues
  * have their own locks, so a kick never waits for a register access of
  * another queue. The config space and its generation have `config_lock`,
- * taken last: a device changes its config while serving a queue (under
- * that queue's lock) and at reset (under `lock`).
+ * taken after `lock` and the queue locks: a device changes its config
+ * while serving a queue (under that queue's lock) and at reset (under
+ * `lock`). config_written runs under it and may take only the device's
+ * own innermost locks (not config_lock again: no virtio_config_* there).
  */
 struct virtio_device {
 	struct vm *vm;
