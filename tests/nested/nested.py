@@ -218,6 +218,21 @@ class L1Result:
             state, self.l1, self.tail())
 
 
+def work_dir(tmp_path_factory, name):
+    """$LKVM_NESTED_WORK (kept after the run), or a fresh pytest directory."""
+    work = os.environ.get("LKVM_NESTED_WORK") or str(
+        tmp_path_factory.mktemp(name))
+    os.makedirs(work, exist_ok=True)
+    return work
+
+
+def replay(console_log):
+    """The L1Result of a saved console.log, to re-check a run unbooted."""
+    with open(console_log, encoding="utf-8", errors="replace",
+              newline="") as f:
+        return L1Result(f.read(), 0, 0.0, False)
+
+
 def fetch_kernels(flavours=("generic", "cloud")):
     """Run scripts/fetch-kernel.sh; {flavour: {version, bzimage, ...}}."""
     out = subprocess.run([FETCH_KERNEL] + list(flavours), check=True,

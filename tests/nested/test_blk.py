@@ -126,9 +126,7 @@ class _Summary:
 @pytest.fixture(scope="module")
 def l1(tmp_path_factory, request):
     request.config.pluginmanager.register(_Summary(), "lkvm-blk-summary")
-    work = os.environ.get("LKVM_NESTED_WORK") or str(
-        tmp_path_factory.mktemp("nested-blk"))
-    os.makedirs(work, exist_ok=True)
+    work = nested.work_dir(tmp_path_factory, "nested-blk")
     pat = os.path.join(work, "pat.bin")
     two = os.path.join(work, "two.bin")
     with open(pat, "wb") as f:
@@ -138,9 +136,7 @@ def l1(tmp_path_factory, request):
 
     replay = os.environ.get("LKVM_NESTED_BLK_REPLAY")
     if replay:
-        with open(replay, encoding="utf-8", errors="replace",
-                  newline="") as f:
-            res = nested.L1Result(f.read(), 0, 0.0, False)
+        res = nested.replay(replay)
         res.fio_missing = None
         res.workdir = os.path.dirname(replay)
         _timings(res)

@@ -82,14 +82,10 @@ def _l2_job(name, flavour, cpus, fmt, status, transport):
 
 @pytest.fixture(scope="module")
 def l1(tmp_path_factory):
-    work = os.environ.get("LKVM_NESTED_WORK") or str(
-        tmp_path_factory.mktemp("nested"))
-    os.makedirs(work, exist_ok=True)
+    work = nested.work_dir(tmp_path_factory, "nested")
     replay = os.environ.get("LKVM_NESTED_REPLAY")
     if replay:
-        with open(replay, encoding="utf-8", errors="replace",
-                  newline="") as f:
-            res = nested.L1Result(f.read(), 0, 0.0, False)
+        res = nested.replay(replay)
         res.kernels = nested.fetch_kernels(FLAVOURS)
         return res
     lkvm = os.environ.get("LKVM_NESTED_LKVM") or nested.LKVM_STATIC

@@ -122,14 +122,10 @@ def payload_md5(mib):
 
 @pytest.fixture(scope="module")
 def l1(tmp_path_factory):
-    work = os.environ.get("LKVM_NESTED_WORK") or str(
-        tmp_path_factory.mktemp("nested-net"))
-    os.makedirs(work, exist_ok=True)
+    work = nested.work_dir(tmp_path_factory, "nested-net")
     replay = os.environ.get("LKVM_NESTED_NET_REPLAY")
     if replay:
-        with open(replay, encoding="utf-8", errors="replace",
-                  newline="") as f:
-            res = nested.L1Result(f.read(), 0, 0.0, False)
+        res = nested.replay(replay)
         res.workdir = os.path.dirname(replay)
     else:
         if not shutil.which(IPERF3):

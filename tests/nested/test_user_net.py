@@ -46,9 +46,7 @@ def shared_libs(binary):
 
 @pytest.fixture(scope="module")
 def job(tmp_path_factory):
-    work = os.environ.get("LKVM_NESTED_WORK") or str(
-        tmp_path_factory.mktemp("nested-user-net"))
-    os.makedirs(work, exist_ok=True)
+    work = nested.work_dir(tmp_path_factory, "nested-user-net")
     lkvm = os.environ.get("LKVM_NESTED_LKVM") or LKVM
     if not os.path.exists(lkvm):
         pytest.fail("%s is missing: run 'make lkvm'" % lkvm)
