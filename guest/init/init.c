@@ -35,6 +35,7 @@
  * PID 1 must never exit (the kernel panics), so every path ends in the
  * power-off/port code and, if both fail, sleeps forever.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -172,17 +173,6 @@ static void load_modules(const char *list)
 	fclose(f);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /*
  * Split a lkvm.run= value into argv in place: separators end an argument,
  * %XX decodes afterwards so that an escaped comma stays inside one.
@@ -197,9 +187,11 @@ static int split_args(char *val, char **argv, int max)
 		char *r = tok, *w = tok;
 
 		while (*r) {
-			if (r[0] == '%' && hexval(r[1]) >= 0 &&
-			    hexval(r[2]) >= 0) {
-				*w++ = hexval(r[1]) << 4 | hexval(r[2]);
+			if (r[0] == '%' && isxdigit((unsigned char)r[1]) &&
+			    isxdigit((unsigned char)r[2])) {
+				char hex[3] = { r[1], r[2], '\0' };
+
+				*w++ = (char)strtol(hex, NULL, 16);
 				r += 3;
 			} else {
 				*w++ = *r++;
