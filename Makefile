@@ -46,7 +46,7 @@ LIB_SRCS := $(sort $(wildcard core/*.c disk/*.c hw/*.c net/*.c virtio/*.c x86/*.
 LIB_SRCS := $(filter-out core/main.c,$(LIB_SRCS))
 LIB_OBJS := $(addprefix $(BUILD)/,$(LIB_SRCS:.c=.o))
 $(BUILD)/net/slirp.o: CFLAGS += $(SLIRP_CFLAGS)
-$(BUILD)/virtio/net.o: CFLAGS += -DCONFIG_SLIRP
+$(BUILD)/net/backend.o: CFLAGS += -DCONFIG_SLIRP
 LIBLKVM  := $(BUILD)/liblkvm.a
 
 ALL_TARGETS	:= $(LKVM_BIN)
@@ -64,9 +64,9 @@ $(LKVM_BIN): $(BUILD)/core/main.o $(LIBLKVM)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # A static build for the nested test tier, where L1 has none of our libraries:
-# no libslirp, so its own virtio/net.o without CONFIG_SLIRP.
-STATIC_OBJS := $(BUILD)/core/main.o $(BUILD)/static/virtio/net.o \
-	       $(filter-out $(BUILD)/net/slirp.o $(BUILD)/virtio/net.o,$(LIB_OBJS))
+# no libslirp, so its own net/backend.o without CONFIG_SLIRP.
+STATIC_OBJS := $(BUILD)/core/main.o $(BUILD)/static/net/backend.o \
+	       $(filter-out $(BUILD)/net/slirp.o $(BUILD)/net/backend.o,$(LIB_OBJS))
 lkvm.static: $(STATIC_OBJS)
 	$(CC) $(LDFLAGS) -static -o $@ $^ $(filter-out $(SLIRP_LIBS),$(LDLIBS))
 

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * User-requested devices: one virtio-blk per -d, on the chosen transport.
- * Owned by the main thread, which creates them before the vCPUs start and
- * stops them after the vCPUs are gone.
+ * User-requested devices: one virtio-blk per -d, one virtio-net per -n, on
+ * the chosen transport, each taking over the disk or backend the inputs
+ * opened. Owned by the main thread, which creates them before the vCPUs
+ * start and stops them after the vCPUs are gone.
  */
 #include <stdio.h>
 
 #include "lkvm/devices.h"
+#include "lkvm/inputs.h"
 #include "lkvm/util.h"
 #include "lkvm/virtio/blk.h"
 #include "lkvm/virtio/device.h"
@@ -27,7 +29,8 @@ static const char *const transport_names[] = {
 	[VIRTIO_TRANSPORT_MMIO] = "mmio",
 };
 
-static int devices_create_nics(struct vm *vm, struct vm_devices *d)
+static int devices_create_nics(struct vm *vm, struct vm_devices *d,
+			       struct vm_inputs *in)
 {
 	const struct vm_config *cfg = vm->cfg;
 	unsigned int i;
@@ -35,14 +38,13 @@ static int devices_create_nics(struct vm *vm, struct vm_devices *d)
 	for (i = 0; i < cfg->nr_nics; i++) {
 		struct virtio_net_options opts = {
 			.net = cfg->nics[i],
+			.backend = &in->nets[i],
 			.transport = cfg->transport,
 			.use_ioeventfd = !cfg->no_ioeventfd,
 		};
 
 		if (cfg->nics[i].mode == NET_MODE_NONE)
 			continue;
-		/* A queue pair per vCPU, up to what the user asked for. */
-		opts.net.queues = MIN(opts.net.queues, cfg->nr_cpus);
 		d->net[d->nr_net] = virtio_net_create(vm, &opts);
 		if (!d->net[d->nr_net])
 			return -1;
@@ -51,7 +53,7 @@ static int devices_create_nics(struct vm *vm, struct vm_devices *d)
 	return 0;
 }
 
-int devices_create(struct vm *vm)
+int devices_create(struct vm *vm, struct vm_inputs *in)
 {
 	const struct vm_config *cfg = vm->cfg;
 	struct vm_devices *d = vm_zalloc(vm, sizeof(*d));
@@ -60,9 +62,9 @@ int devices_create(struct vm *vm)
 	if (!d)
 		return -1;
 	vm->devices = d;
-	for (i = 0; i < cfg->nr_disks; i++) {
+	for (i = 0; i < in->nr_disks; i++) {
 		struct virtio_blk_options opts = {
-			.disk = cfg->disks[i],
+			.disk = &in->disks[i],
 			.transport = cfg->transport,
 			/* A queue per vCPU: no vCPU waits on another's. */
 			.nr_queues = MIN(cfg->nr_cpus, (unsigned int)VIRTIO_MAX_QUEUES - 1),
@@ -74,7 +76,7 @@ int devices_create(struct vm *vm)
 			return -1;
 		d->nr_blk++;
 	}
-	return devices_create_nics(vm, d);
+	return devices_create_nics(vm, d, in);
 }
 
 void devices_stop(struct vm *vm)

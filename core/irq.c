@@ -9,7 +9,6 @@
 #include <linux/kvm.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 
 #include "lkvm/irq.h"
 #include "lkvm/util.h"
@@ -31,7 +30,7 @@ static int irq_commit(struct vm *vm)
 	struct irq_routing *r = vm->irq;
 
 	r->table->nr = r->nr;
-	if (ioctl(vm->vm_fd, KVM_SET_GSI_ROUTING, r->table) < 0) {
+	if (vm_ioctl(vm, KVM_SET_GSI_ROUTING, r->table) < 0) {
 		pr_err("KVM_SET_GSI_ROUTING: %s", strerror(errno));
 		return -1;
 	}
@@ -137,7 +136,7 @@ int irqfd_attach(struct vm *vm, int fd, unsigned int gsi, int resample_fd)
 		irqfd.flags = KVM_IRQFD_FLAG_RESAMPLE;
 		irqfd.resamplefd = resample_fd;
 	}
-	if (ioctl(vm->vm_fd, KVM_IRQFD, &irqfd) < 0) {
+	if (vm_ioctl(vm, KVM_IRQFD, &irqfd) < 0) {
 		pr_err("KVM_IRQFD on GSI %u: %s", gsi, strerror(errno));
 		return -1;
 	}
@@ -150,7 +149,7 @@ void irqfd_detach(struct vm *vm, int fd, unsigned int gsi)
 		.fd = fd, .gsi = gsi, .flags = KVM_IRQFD_FLAG_DEASSIGN,
 	};
 
-	if (ioctl(vm->vm_fd, KVM_IRQFD, &irqfd) < 0)
+	if (vm_ioctl(vm, KVM_IRQFD, &irqfd) < 0)
 		pr_warn("KVM_IRQFD deassign on GSI %u: %s", gsi,
 			strerror(errno));
 }

@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* lkvm's entry: subcommand dispatch. */
-#include <fcntl.h>
-#include <linux/kvm.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "lkvm/arch.h"
@@ -44,6 +41,16 @@ static int run_with_reboot(struct vm_config *cfg, char **argv)
 
 	set_deadline(cfg);
 	code = vm_run(cfg, &reboot);
+	/*
+	 * A guest that reboots before the main loop ever looks at the clock
+	 * would otherwise be started again for ever.
+	 */
+	if (reboot && cfg->reboot && cfg->deadline_ms &&
+	    now_ms() >= cfg->deadline_ms) {
+		pr_warn("timeout: stopped after %u s (exit status %d)",
+			cfg->timeout_s, EXIT_TIMEOUT);
+		return EXIT_TIMEOUT;
+	}
 	if (reboot && cfg->reboot) {
 		pr_info("guest rebooted: starting it again");
 		snprintf(deadline, sizeof(deadline), "%.3f", cfg->deadline_ms);
@@ -61,33 +68,39 @@ static void usage(void)
 "\n"
 "  run       boot a guest (lkvm run --help)\n"
 "  probe     say whether /dev/kvm runs guests at hardware speed\n"
-"            (exit 0: yes, 2: software KVM only, 1: unusable)\n"
+"            (exit 0: yes, 2: software KVM only, 3: no KVM here,\n"
+"            1: /dev/kvm unusable, such as no permission)\n"
 "  version   print the version\n"
 "  help      this text\n");
 }
 
-/* Tell scripts whether Linux guests can boot here at useful speed. */
+/*
+ * Tell scripts where guests can run: 0 here at hardware speed, 2 only tiny
+ * guests (a software KVM), 3 nowhere (no KVM on this machine: a nested set-up
+ * under QEMU's TCG needs none), 1 /dev/kvm is there but unusable (fix it).
+ */
 static int cmd_probe(void)
 {
-	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	static const char *const verdicts[] = {
+		[KVM_NONE] = "none", [KVM_UNUSABLE] = "unusable",
+		[KVM_SOFTWARE] = "software", [KVM_HARDWARE] = "hardware",
+	};
+	static const int statuses[] = {
+		[KVM_NONE] = 3, [KVM_UNUSABLE] = 1,
+		[KVM_SOFTWARE] = 2, [KVM_HARDWARE] = 0,
+	};
+	enum kvm_kind kind;
+	char why[160];
+	int fd = kvm_device_open(&kind, why, sizeof(why));
 
-	if (fd < 0) {
-		printf("unusable: cannot open /dev/kvm: %m\n");
-		return 1;
-	}
-	if (ioctl(fd, KVM_GET_API_VERSION, 0) != KVM_API_VERSION) {
-		printf("unusable: /dev/kvm speaks an unknown API version\n");
+	if (fd >= 0) {
+		snprintf(why, sizeof(why), kind == KVM_SOFTWARE ?
+			 "/dev/kvm is kvm_pvm, which emulates every guest instruction" :
+			 "/dev/kvm is hardware-accelerated");
 		close(fd);
-		return 1;
 	}
-	if (arch_kvm_is_software(fd)) {
-		printf("software: /dev/kvm is kvm_pvm, which emulates every guest instruction\n");
-		close(fd);
-		return 2;
-	}
-	printf("hardware: /dev/kvm is hardware-accelerated\n");
-	close(fd);
-	return 0;
+	printf("%s: %s\n", verdicts[kind], why);
+	return statuses[kind];
 }
 
 int main(int argc, char **argv)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * `lkvm run` end to end: build the VM in the order the arch interface
- * documents, start the vCPUs, then run the main loop (console input,
+ * `lkvm run` end to end: open and check what the user gave, build the VM in
+ * the order the arch interface documents, start the vCPUs, then run the main loop (console input,
  * signals, --timeout, exit requests) until something ends the VM, and tear
  * everything down with the terminal restored.
  */
@@ -16,6 +16,7 @@
 #include "lkvm/arch.h"
 #include "lkvm/console.h"
 #include "lkvm/devices.h"
+#include "lkvm/inputs.h"
 #include "lkvm/irq.h"
 #include "lkvm/stats.h"
 #include "lkvm/util.h"
@@ -113,7 +114,7 @@ static void report_exit(const struct vm *vm)
 		pr_warn("%s (exit status %d)", vm->exit_reason, vm->exit_code);
 }
 
-static int build_vm(struct vm *vm)
+static int build_vm(struct vm *vm, struct vm_inputs *in)
 {
 	uint64_t ranges[ARCH_MAX_RAM_RANGES][2];
 	unsigned int n;
@@ -121,31 +122,43 @@ static int build_vm(struct vm *vm)
 	n = arch_ram_layout(vm->cfg->mem_mib * MiB, ranges);
 	if (vm_setup_ram(vm, (const uint64_t (*)[2])ranges, n) ||
 	    arch_vm_init(vm) || irq_init(vm) || arch_devices_init(vm) ||
-	    devices_create(vm) || arch_load_guest(vm) || vcpus_create(vm))
+	    devices_create(vm, in) || arch_load_guest(vm, in->guest) ||
+	    vcpus_create(vm))
 		return -1;
 	return 0;
+}
+
+static void warn_software_kvm(struct vm *vm)
+{
+	if (vm->software_kvm)
+		pr_warn("/dev/kvm here is a software KVM (kvm_pvm): every guest instruction is emulated, so only tiny guests run in useful time; Linux guests need hardware virtualization");
 }
 
 int vm_run(const struct vm_config *cfg, bool *reboot)
 {
 	double start = now_ms();
+	struct vm_inputs in;
 	struct vm vm;
 	sigset_t sigs;
 	int sfd, code;
 
 	*reboot = false;
+	/* Everything the user gave is checked before /dev/kvm is opened. */
+	if (vm_inputs_open(&in, cfg)) {
+		vm_inputs_close(&in);
+		return EXIT_VMM_ERROR;
+	}
 	sfd = block_exit_signals(&sigs);
 	if (sfd < 0) {
 		pr_err("signalfd: %s", strerror(errno));
+		vm_inputs_close(&in);
 		return EXIT_VMM_ERROR;
 	}
-	if (vm_create(&vm, cfg) || build_vm(&vm)) {
+	if (vm_create(&vm, cfg) || build_vm(&vm, &in)) {
 		code = EXIT_VMM_ERROR;
 		goto out;
 	}
-	vm.software_kvm = arch_kvm_is_software(vm.kvm_fd);
-	if (vm.software_kvm)
-		pr_warn("/dev/kvm here is a software KVM (kvm_pvm): every guest instruction is emulated, so only tiny guests run in useful time; Linux guests need hardware virtualization");
+	warn_software_kvm(&vm);
 	console_init();
 	if (vcpus_start(&vm)) {
 		vm_request_exit(&vm, EXIT_VMM_ERROR, "cannot start the vCPUs");
@@ -169,6 +182,7 @@ out:
 	irq_exit(&vm);
 	arch_vm_exit(&vm);
 	vm_destroy(&vm);
+	vm_inputs_close(&in);
 	close(sfd);
 	return code;
 }

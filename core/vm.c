@@ -16,8 +16,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "lkvm/vm.h"
+#include "lkvm/arch.h"
 #include "lkvm/util.h"
+#include "lkvm/vm.h"
 
 struct required_cap {
 	int cap;
@@ -32,26 +33,65 @@ static const struct required_cap required_caps[] = {
 	{ KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT" },
 };
 
-static int kvm_open(struct vm *vm)
+static enum kvm_kind kvm_open_failed(int err, char *why, size_t len)
 {
-	unsigned int i;
+	switch (err) {
+	case ENOENT:
+		snprintf(why, len, "/dev/kvm does not exist (no KVM on this machine, or the kvm module is not loaded)");
+		return KVM_NONE;
+	case ENODEV:
+	case ENXIO:
+		snprintf(why, len, "/dev/kvm does not answer: this kernel has no KVM registered (%s)",
+			 strerror(err));
+		return KVM_NONE;
+	case EACCES:
+	case EPERM:
+		snprintf(why, len, "cannot open /dev/kvm: %s (add yourself to the kvm group)",
+			 strerror(err));
+		return KVM_UNUSABLE;
+	default:
+		snprintf(why, len, "cannot open /dev/kvm: %s", strerror(err));
+		return KVM_UNUSABLE;
+	}
+}
+
+int kvm_device_open(enum kvm_kind *kind, char *why, size_t len)
+{
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	int version;
 
-	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (vm->kvm_fd < 0) {
-		if (errno == ENOENT)
-			pr_err("cannot open /dev/kvm: it does not exist (is the kvm module loaded?)");
+	if (fd < 0) {
+		*kind = kvm_open_failed(errno, why, len);
+		return -1;
+	}
+	version = ioctl(fd, KVM_GET_API_VERSION, 0);
+	if (version < 0 || version != KVM_API_VERSION) {
+		if (version < 0)
+			snprintf(why, len, "/dev/kvm is not a KVM device (KVM_GET_API_VERSION: %s)",
+				 strerror(errno));
 		else
-			pr_err("cannot open /dev/kvm: %s%s", strerror(errno),
-			       errno == EACCES ? " (add yourself to the kvm group)" : "");
+			snprintf(why, len, "/dev/kvm speaks KVM API %d, lkvm needs %d",
+				 version, KVM_API_VERSION);
+		close(fd);
+		*kind = KVM_UNUSABLE;
 		return -1;
 	}
-	version = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
-	if (version != KVM_API_VERSION) {
-		pr_err("/dev/kvm speaks KVM API %d, lkvm needs %d", version,
-		       KVM_API_VERSION);
+	*kind = arch_kvm_is_software(fd) ? KVM_SOFTWARE : KVM_HARDWARE;
+	return fd;
+}
+
+static int kvm_open(struct vm *vm)
+{
+	enum kvm_kind kind;
+	char why[160];
+	unsigned int i;
+
+	vm->kvm_fd = kvm_device_open(&kind, why, sizeof(why));
+	if (vm->kvm_fd < 0) {
+		pr_err("%s", why);
 		return -1;
 	}
+	vm->software_kvm = kind == KVM_SOFTWARE;
 	for (i = 0; i < ARRAY_SIZE(required_caps); i++) {
 		if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION,
 			  required_caps[i].cap) <= 0) {
@@ -84,7 +124,7 @@ static int vm_check_cpus(struct vm *vm)
 	return 0;
 }
 
-int vm_create(struct vm *vm, const struct vm_config *cfg)
+int vm_init(struct vm *vm, const struct vm_config *cfg)
 {
 	memset(vm, 0, sizeof(*vm));
 	vm->cfg = cfg;
@@ -93,14 +133,6 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	pthread_mutex_init(&vm->exit_lock, NULL);
 	pthread_mutex_init(&vm->alloc_lock, NULL);
 	pthread_mutex_init(&vm->coalesced_lock, NULL);
-
-	if (kvm_open(vm) || vm_check_cpus(vm))
-		return -1;
-	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
-	if (vm->vm_fd < 0) {
-		pr_err("KVM_CREATE_VM failed: %s", strerror(errno));
-		return -1;
-	}
 	vm->exit_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (vm->exit_efd < 0) {
 		pr_err("eventfd: %s", strerror(errno));
@@ -108,6 +140,55 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	}
 	if (bus_init(&vm->pio, "pio") || bus_init(&vm->mmio, "mmio")) {
 		pr_err("out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+int vm_create(struct vm *vm, const struct vm_config *cfg)
+{
+	if (vm_init(vm, cfg) || kvm_open(vm) || vm_check_cpus(vm))
+		return -1;
+	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+	if (vm->vm_fd < 0) {
+		pr_err("KVM_CREATE_VM failed: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int vm_ioctl(struct vm *vm, unsigned long req, void *arg)
+{
+	if (vm->kvm_ops)
+		return vm->kvm_ops->vm_ioctl(vm, req, arg);
+	return ioctl(vm->vm_fd, req, arg);
+}
+
+bool vm_has_cap(struct vm *vm, long cap)
+{
+	if (vm->kvm_ops)
+		return vm->kvm_ops->vm_ioctl(vm, KVM_CHECK_EXTENSION,
+					     (void *)(uintptr_t)cap) > 0;
+	return ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, cap) > 0;
+}
+
+int vm_ioeventfd(struct vm *vm, uint64_t addr, uint32_t len, bool pio,
+		 uint64_t datamatch, int fd, bool assign)
+{
+	struct kvm_ioeventfd ioev = {
+		.addr = addr,
+		.len = len,
+		.fd = fd,
+		.datamatch = datamatch,
+		.flags = KVM_IOEVENTFD_FLAG_DATAMATCH |
+			 (pio ? KVM_IOEVENTFD_FLAG_PIO : 0) |
+			 (assign ? 0 : KVM_IOEVENTFD_FLAG_DEASSIGN),
+	};
+
+	if (vm_ioctl(vm, KVM_IOEVENTFD, &ioev) < 0) {
+		pr_err("KVM_IOEVENTFD %s %s %#llx: %s",
+		       assign ? "at" : "off", pio ? "port" : "address",
+		       (unsigned long long)addr, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -142,7 +223,7 @@ int vm_setup_ram(struct vm *vm, const uint64_t (*ranges)[2],
 			.userspace_addr = (uintptr_t)vm->ram + offset,
 		};
 
-		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0) {
+		if (vm_ioctl(vm, KVM_SET_USER_MEMORY_REGION, &region) < 0) {
 			pr_err("KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
 			return -1;
 		}
@@ -246,10 +327,10 @@ void vm_coalesce_pio(struct vm *vm, uint16_t port, uint32_t size)
 		.addr = port, .size = size, .pio = 1,
 	};
 
-	if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_COALESCED_PIO) <= 0 ||
-	    ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_COALESCED_MMIO) <= 0)
+	if (!vm_has_cap(vm, KVM_CAP_COALESCED_PIO) ||
+	    !vm_has_cap(vm, KVM_CAP_COALESCED_MMIO))
 		return;
-	if (ioctl(vm->vm_fd, KVM_REGISTER_COALESCED_MMIO, &zone) < 0)
+	if (vm_ioctl(vm, KVM_REGISTER_COALESCED_MMIO, &zone) < 0)
 		pr_debug("cannot coalesce port %#x: %s", port, strerror(errno));
 }
 
@@ -257,6 +338,6 @@ void vm_irq_line(struct vm *vm, unsigned int gsi, int level)
 {
 	struct kvm_irq_level irq = { .irq = gsi, .level = level };
 
-	if (ioctl(vm->vm_fd, KVM_IRQ_LINE, &irq) < 0)
+	if (vm_ioctl(vm, KVM_IRQ_LINE, &irq) < 0)
 		pr_warn_once("KVM_IRQ_LINE %u: %s", gsi, strerror(errno));
 }

@@ -206,10 +206,3 @@ void net_default_mac(const char *vm_name, unsigned int index, uint8_t mac[6])
 	mac[4] = h >> 8;
 	mac[5] = h;
 }
-
-void net_backend_close(struct net_backend *be)
-{
-	if (be->ops)
-		be->ops->close(be);
-	be->ops = NULL;
-}

@@ -312,8 +312,12 @@ struct virtio_blk *virtio_blk_create(struct vm *vm,
 	struct virtio_blk *blk = vm_zalloc(vm, sizeof(*blk));
 	unsigned int nr_queues = MAX(opts->nr_queues, 1u);
 
-	if (!blk || disk_open(&blk->disk, &opts->disk))
+	if (!blk) {
+		disk_close(opts->disk);
 		return NULL;
+	}
+	blk->disk = *opts->disk;
+	opts->disk->fd = -1;	/* ours now */
 	blk->capacity = blk->disk.size / BLK_SECTOR;
 	blk->iothread = iothread_create(vm, "blk-io");
 	if (!blk->iothread ||

@@ -7,11 +7,9 @@
  * (LNRO0005), arm64 guests in the device tree.
  */
 #include <errno.h>
-#include <linux/kvm.h>
 #include <linux/virtio_mmio.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "lkvm/arch.h"
@@ -43,21 +41,8 @@ struct virtio_mmio {
 static int mmio_ioeventfd(struct virtio_mmio *m, struct virtio_queue *q,
 			  bool assign)
 {
-	struct kvm_ioeventfd ioev = {
-		.addr = m->base + VIRTIO_MMIO_QUEUE_NOTIFY,
-		.len = 4,
-		.fd = q->kick_fd,
-		.datamatch = q->index,
-		.flags = KVM_IOEVENTFD_FLAG_DATAMATCH |
-			 (assign ? 0 : KVM_IOEVENTFD_FLAG_DEASSIGN),
-	};
-
-	if (ioctl(m->vm->vm_fd, KVM_IOEVENTFD, &ioev) < 0) {
-		pr_err("virtio-mmio: KVM_IOEVENTFD at %#llx: %s",
-		       (unsigned long long)ioev.addr, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return vm_ioeventfd(m->vm, m->base + VIRTIO_MMIO_QUEUE_NOTIFY, 4, false,
+			    q->index, q->kick_fd, assign);
 }
 
 static int mmio_kick_attach(struct virtio_device *vdev, struct virtio_queue *q)

@@ -357,24 +357,6 @@ static uint64_t net_features(const struct virtio_net *net)
 	return f;
 }
 
-static int net_open_backend(struct virtio_net *net,
-			    const struct virtio_net_options *opts)
-{
-	if (opts->custom_backend) {
-		net->backend = *opts->custom_backend;
-		return 0;
-	}
-	if (opts->net.mode == NET_MODE_USER) {
-#ifdef CONFIG_SLIRP
-		return slirp_backend_open(&net->backend, &opts->net);
-#else
-		pr_err("-n mode=user: this lkvm was built without libslirp (user-mode networking)");
-		return -1;
-#endif
-	}
-	return tap_backend_open(&net->backend, &opts->net, net->nr_pairs);
-}
-
 static int net_create_pairs(struct virtio_net *net, struct vm *vm)
 {
 	unsigned int i;
@@ -467,15 +449,20 @@ struct virtio_net *virtio_net_create(struct vm *vm,
 {
 	struct virtio_net *net = vm_zalloc(vm, sizeof(*net));
 
-	if (!net)
+	if (!net) {
+		net_backend_close(opts->backend);
 		return NULL;
+	}
+	net->backend = *opts->backend;
+	opts->backend->ops = NULL;	/* ours now */
 	net->hdr_len = NET_HDR_LEN;
 	net_filter_init(&net->filter);
-	net->nr_pairs = MAX(1u, MIN(opts->net.queues,
-				    (unsigned int)NET_MAX_QUEUE_PAIRS));
-	if (net_open_backend(net, opts))
-		return NULL;
-	/* A backend may offer fewer queues (user mode has one). */
+	if (!net->backend.nr_queues ||
+	    net->backend.nr_queues > NET_MAX_QUEUE_PAIRS) {
+		pr_err("network '%s': a backend with %u queues", net->backend.name,
+		       net->backend.nr_queues);
+		goto fail;
+	}
 	net->nr_pairs = net->backend.nr_queues;
 	if (net_create_pairs(net, vm) ||
 	    virtio_device_init(&net->vdev, vm, &net_ops, net,

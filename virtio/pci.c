@@ -14,12 +14,10 @@
  * ioeventfds follow.
  */
 #include <errno.h>
-#include <linux/kvm.h>
 #include <linux/virtio_pci.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "lkvm/arch.h"
@@ -314,24 +312,10 @@ static uint64_t notify_addr(const struct virtio_pci *vp, unsigned int index)
 static int pci_ioeventfd(struct virtio_pci *vp, struct virtio_queue *q,
 			 bool assign)
 {
-	struct kvm_ioeventfd ioev = {
-		.addr = notify_addr(vp, q->index),
-		.len = 2,
-		.fd = q->kick_fd,
-		.datamatch = q->index,
-		.flags = KVM_IOEVENTFD_FLAG_DATAMATCH |
-			 (vp->legacy ? KVM_IOEVENTFD_FLAG_PIO : 0) |
-			 (assign ? 0 : KVM_IOEVENTFD_FLAG_DEASSIGN),
-	};
-
 	if (!vp->bar_addr)
 		return 0;	/* not mapped: kicks cannot happen */
-	if (ioctl(vp->vm->vm_fd, KVM_IOEVENTFD, &ioev) < 0) {
-		pr_err("virtio-pci: KVM_IOEVENTFD at %#llx: %s",
-		       (unsigned long long)ioev.addr, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return vm_ioeventfd(vp->vm, notify_addr(vp, q->index), 2, vp->legacy,
+			    q->index, q->kick_fd, assign);
 }
 
 static int pci_kick_attach(struct virtio_device *vdev, struct virtio_queue *q)

@@ -84,42 +84,88 @@ static char *x86_kernel_params(struct vm *vm)
 	return params;
 }
 
-static int x86_load_kernel(struct vm *vm, uint64_t rsdp)
+static int x86_kernel_open(struct arch_guest *g,
+			   const struct vm_config *cfg, uint64_t ram_below_4g)
 {
-	const struct vm_config *cfg = vm->cfg;
-	void *kernel = NULL, *initrd = NULL;
-	size_t kernel_size, initrd_size = 0;
+	const char *params = cfg->params ? cfg->params : arch_default_params;
+
+	if (read_file(cfg->kernel, "kernel", &g->image, &g->image_size))
+		return -1;
+	if (!g->image_size) {
+		pr_err("kernel '%s' is empty", cfg->kernel);
+		return -1;
+	}
+	if (cfg->initrd &&
+	    read_file(cfg->initrd, "initrd", &g->initrd, &g->initrd_size))
+		return -1;
+	if (elf_is_elf(g->image, g->image_size))
+		return x86_check_pvh(g, ram_below_4g, strlen(params));
+	return x86_check_bzimage(g, ram_below_4g, strlen(params));
+}
+
+static int x86_firmware_open(struct arch_guest *g, const char *path,
+			     uint64_t ram_below_4g)
+{
+	g->mode = X86_BOOT_FIRMWARE;
+	if (read_file(path, "firmware", &g->image, &g->image_size))
+		return -1;
+	return x86_check_firmware(g, ram_below_4g);
+}
+
+struct arch_guest *arch_guest_open(const struct vm_config *cfg)
+{
+	struct arch_guest *g = calloc(1, sizeof(*g));
+	uint64_t below_4g = MIN(cfg->mem_mib * MiB, X86_MMIO_HOLE_START);
+	int ret;
+
+	if (!g) {
+		pr_err("out of memory");
+		return NULL;
+	}
+	g->path = cfg->firmware ? cfg->firmware : cfg->kernel;
+	if (cfg->firmware)
+		ret = x86_firmware_open(g, cfg->firmware, below_4g);
+	else
+		ret = x86_kernel_open(g, cfg, below_4g);
+	if (ret) {
+		arch_guest_close(g);
+		return NULL;
+	}
+	return g;
+}
+
+void arch_guest_close(struct arch_guest *g)
+{
+	if (!g)
+		return;
+	free(g->image);
+	free(g->initrd);
+	free(g);
+}
+
+static int x86_load_kernel(struct vm *vm, const struct arch_guest *g,
+			   uint64_t rsdp)
+{
 	char *params = x86_kernel_params(vm);
-	int ret = -1;
+	int ret;
 
 	if (!params)
 		return -1;
-
-	if (read_file(cfg->kernel, "kernel", &kernel, &kernel_size))
-		return -1;
-	if (cfg->initrd &&
-	    read_file(cfg->initrd, "initrd", &initrd, &initrd_size))
-		goto out;
-	if (elf_is_elf(kernel, kernel_size))
-		ret = x86_load_pvh(vm, kernel, kernel_size, params, initrd,
-				   initrd_size, rsdp);
+	if (g->mode == X86_BOOT_PVH)
+		ret = x86_load_pvh(vm, g, params, rsdp);
 	else
-		ret = x86_load_bzimage(vm, kernel, kernel_size, params, initrd,
-				       initrd_size, rsdp);
-out:
+		ret = x86_load_bzimage(vm, g, params, rsdp);
 	free(params);
-	free(initrd);
-	free(kernel);
 	return ret;
 }
 
-int arch_load_guest(struct vm *vm)
+int arch_load_guest(struct vm *vm, const struct arch_guest *g)
 {
 	uint64_t rsdp;
 
-	if (vm->cfg->firmware)
-		return x86_load_firmware(vm, vm->cfg->firmware);
+	if (g->mode == X86_BOOT_FIRMWARE)
+		return x86_load_firmware(vm, g);
 	if (x86_build_tables(vm, &rsdp))
 		return -1;
-	return x86_load_kernel(vm, rsdp);
+	return x86_load_kernel(vm, g, rsdp);
 }

@@ -115,70 +115,78 @@ static void zero_page_set_e820(struct boot_params *zp, struct vm *vm)
 	zp->e820_entries = n;
 }
 
-static int zero_page_set_initrd(struct boot_params *zp, struct vm *vm,
-				const struct bzimage *bz, const void *initrd,
-				size_t initrd_size)
+static void zero_page_set_initrd(struct boot_params *zp,
+				 const struct arch_guest *g)
 {
-	uint64_t addr;
-
-	if (!initrd)
-		return 0;
-	if (x86_place_initrd(vm->arch->ram_below_4g,
-			     X86_KERNEL_ADDR + bz->init_size,
-			     bz->initrd_addr_max, initrd_size, &addr))
-		return -1;
-	if (!guest_mem_write(&vm->mem, addr, initrd, initrd_size))
-		return -1;
-	zp->hdr.ramdisk_image = (uint32_t)addr;
-	zp->hdr.ramdisk_size = (uint32_t)initrd_size;
-	zp->ext_ramdisk_image = addr >> 32;
-	zp->ext_ramdisk_size = (uint64_t)initrd_size >> 32;
-	return 0;
+	zp->hdr.ramdisk_image = (uint32_t)g->initrd_addr;
+	zp->hdr.ramdisk_size = (uint32_t)g->initrd_size;
+	zp->ext_ramdisk_image = g->initrd_addr >> 32;
+	zp->ext_ramdisk_size = (uint64_t)g->initrd_size >> 32;
 }
 
-static int bzimage_load_kernel(struct vm *vm, const struct bzimage *bz)
+static bool bzimage_cmdline_fits(const struct bzimage *bz, size_t len)
 {
-	uint64_t end = X86_KERNEL_ADDR + bz->init_size;
+	if (len <= bz->cmdline_size && len < X86_CMDLINE_MAX)
+		return true;
+	pr_err("kernel command line is %zu bytes; this kernel takes at most %u",
+	       len, bz->cmdline_size);
+	return false;
+}
 
-	if (end > vm->arch->ram_below_4g) {
+int x86_check_bzimage(struct arch_guest *g, uint64_t ram_below_4g,
+		      size_t cmdline_len)
+{
+	struct bzimage *bz = &g->bz;
+	uint64_t end;
+
+	if (bzimage_parse(g->image, g->image_size, g->path, bz))
+		return -1;
+	end = X86_KERNEL_ADDR + bz->init_size;
+	if (end > ram_below_4g) {
 		pr_err("guest memory too small: the kernel needs %llu MiB from 1 MiB up; raise -m",
 		       (unsigned long long)(bz->init_size / MiB + 1));
 		return -1;
 	}
-	return guest_mem_write(&vm->mem, X86_KERNEL_ADDR, bz->kernel,
-			       bz->kernel_size) ? 0 : -1;
+	if (!bzimage_cmdline_fits(bz, cmdline_len))
+		return -1;
+	if (g->initrd &&
+	    x86_place_initrd(ram_below_4g, end, bz->initrd_addr_max,
+			     g->initrd_size, &g->initrd_addr))
+		return -1;
+	g->mode = X86_BOOT_LINUX64;
+	return 0;
 }
 
-int x86_load_bzimage(struct vm *vm, const void *data, size_t size,
-		     const char *cmdline, const void *initrd,
-		     size_t initrd_size, uint64_t rsdp)
+int x86_load_bzimage(struct vm *vm, const struct arch_guest *g,
+		     const char *cmdline, uint64_t rsdp)
 {
+	const struct bzimage *bz = &g->bz;
 	struct boot_params *zp;
-	struct bzimage bz;
 	size_t len = strlen(cmdline);
 
-	if (bzimage_parse(data, size, vm->cfg->kernel, &bz) ||
-	    bzimage_load_kernel(vm, &bz))
+	/* --mmio-cmdline may have made it longer than what was checked. */
+	if (!bzimage_cmdline_fits(bz, len))
 		return -1;
-	if (len > bz.cmdline_size || len >= X86_CMDLINE_MAX) {
-		pr_err("kernel command line is %zu bytes; this kernel takes at most %u",
-		       len, bz.cmdline_size);
+	zp = guest_mem_ptr(&vm->mem, X86_ZERO_PAGE, sizeof(*zp));
+	if (!zp || !guest_mem_write(&vm->mem, X86_KERNEL_ADDR, bz->kernel,
+				    bz->kernel_size) ||
+	    !guest_mem_write(&vm->mem, X86_CMDLINE_ADDR, cmdline, len + 1) ||
+	    (g->initrd && !guest_mem_write(&vm->mem, g->initrd_addr, g->initrd,
+					   g->initrd_size))) {
+		pr_err("guest memory does not hold the kernel it was checked for");
 		return -1;
 	}
-	zp = guest_mem_ptr(&vm->mem, X86_ZERO_PAGE, sizeof(*zp));
-	if (!zp || !guest_mem_write(&vm->mem, X86_CMDLINE_ADDR, cmdline, len + 1))
-		return -1;
 	memset(zp, 0, sizeof(*zp));
-	memcpy((uint8_t *)zp + HDR_OFFSET, (const uint8_t *)data + HDR_OFFSET,
-	       bz.header_end - HDR_OFFSET);
+	memcpy((uint8_t *)zp + HDR_OFFSET, (const uint8_t *)g->image + HDR_OFFSET,
+	       bz->header_end - HDR_OFFSET);
 	zp->hdr.type_of_loader = LOADER_TYPE_UNKNOWN;
 	zp->hdr.loadflags |= CAN_USE_HEAP;
 	zp->hdr.heap_end_ptr = 0xfe00;
 	zp->hdr.cmd_line_ptr = X86_CMDLINE_ADDR;
 	zp->acpi_rsdp_addr = rsdp;
 	zero_page_set_e820(zp, vm);
-	if (zero_page_set_initrd(zp, vm, &bz, initrd, initrd_size))
-		return -1;
+	if (g->initrd)
+		zero_page_set_initrd(zp, g);
 	vm->arch->mode = X86_BOOT_LINUX64;
 	vm->arch->entry = X86_KERNEL_ADDR + ENTRY_64_OFFSET;
 	vm->arch->boot_info = X86_ZERO_PAGE;

@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <linux/kvm.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -48,28 +47,31 @@ static int firmware_map_high(struct vm *vm, const void *image, size_t size)
 	return 0;
 }
 
-int x86_load_firmware(struct vm *vm, const char *path)
+int x86_check_firmware(const struct arch_guest *g, uint64_t ram_below_4g)
 {
-	size_t size;
-	void *image;
-	int ret = -1;
-
-	if (read_file(path, "firmware", &image, &size))
-		return -1;
-	if (!size || size > X86_FIRMWARE_MAX || size % 4096) {
+	if (!g->image_size || g->image_size > X86_FIRMWARE_MAX ||
+	    g->image_size % 4096) {
 		pr_err("firmware '%s' is %zu bytes; it must be a multiple of 4 KiB, at most %llu KiB",
-		       path, size, (unsigned long long)(X86_FIRMWARE_MAX / KiB));
-		goto out;
+		       g->path, g->image_size,
+		       (unsigned long long)(X86_FIRMWARE_MAX / KiB));
+		return -1;
 	}
-	if (!guest_mem_write(&vm->mem, X86_BIOS_END - size, image, size)) {
+	if (ram_below_4g < X86_BIOS_END) {
 		pr_err("guest RAM too small for the firmware");
-		goto out;
+		return -1;
 	}
-	if (firmware_map_high(vm, image, size))
-		goto out;
+	return 0;
+}
+
+int x86_load_firmware(struct vm *vm, const struct arch_guest *g)
+{
+	if (!guest_mem_write(&vm->mem, X86_BIOS_END - g->image_size, g->image,
+			     g->image_size)) {
+		pr_err("guest RAM too small for the firmware");
+		return -1;
+	}
+	if (firmware_map_high(vm, g->image, g->image_size))
+		return -1;
 	vm->arch->mode = X86_BOOT_FIRMWARE;
-	ret = 0;
-out:
-	free(image);
-	return ret;
+	return 0;
 }

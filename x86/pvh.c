@@ -15,27 +15,53 @@
 #define PVH_MEMMAP_OFFSET	0x100
 #define PVH_MODLIST_OFFSET	0x200
 
-static int pvh_load_segments(struct vm *vm, const uint8_t *data,
-			     const struct elf_kernel *elf, uint64_t *end)
+/* Every segment inside RAM below 4 GiB, above the BIOS area. */
+static int pvh_check_segments(const struct arch_guest *g,
+			      uint64_t ram_below_4g, uint64_t *end)
 {
 	unsigned int i;
 
 	*end = 0;
-	for (i = 0; i < elf->nr_segments; i++) {
-		const struct elf_segment *s = &elf->segments[i];
+	for (i = 0; i < g->elf.nr_segments; i++) {
+		const struct elf_segment *s = &g->elf.segments[i];
+
+		if (s->paddr < X86_BIOS_END || s->memsz > ram_below_4g ||
+		    s->paddr > ram_below_4g - s->memsz) {
+			pr_err("kernel '%s': a segment at %#llx (%llu KiB) is outside guest RAM; raise -m",
+			       g->path, (unsigned long long)s->paddr,
+			       (unsigned long long)(s->memsz / KiB));
+			return -1;
+		}
+		*end = MAX(*end, s->paddr + s->memsz);
+	}
+	return 0;
+}
+
+static int pvh_load_segments(struct vm *vm, const struct arch_guest *g)
+{
+	const uint8_t *data = g->image;
+	unsigned int i;
+
+	for (i = 0; i < g->elf.nr_segments; i++) {
+		const struct elf_segment *s = &g->elf.segments[i];
 		uint8_t *dst = guest_mem_ptr(&vm->mem, s->paddr, s->memsz);
 
-		if (!dst || s->paddr < X86_BIOS_END) {
-			pr_err("kernel '%s': a segment at %#llx (%llu KiB) is outside guest RAM; raise -m",
-			       vm->cfg->kernel, (unsigned long long)s->paddr,
-			       (unsigned long long)(s->memsz / KiB));
+		if (!dst) {
+			pr_err("guest memory does not hold the kernel it was checked for");
 			return -1;
 		}
 		memcpy(dst, data + s->offset, s->filesz);
 		memset(dst + s->filesz, 0, s->memsz - s->filesz);
-		*end = MAX(*end, s->paddr + s->memsz);
 	}
 	return 0;
+}
+
+static bool pvh_cmdline_fits(size_t len)
+{
+	if (len < X86_CMDLINE_MAX)
+		return true;
+	pr_err("kernel command line is too long (%zu bytes)", len);
+	return false;
 }
 
 static uint32_t pvh_write_memmap(struct vm *vm, uint64_t gpa)
@@ -54,9 +80,25 @@ static uint32_t pvh_write_memmap(struct vm *vm, uint64_t gpa)
 	return n;
 }
 
-int x86_load_pvh(struct vm *vm, const void *data, size_t size,
-		 const char *cmdline, const void *initrd, size_t initrd_size,
-		 uint64_t rsdp)
+int x86_check_pvh(struct arch_guest *g, uint64_t ram_below_4g,
+		  size_t cmdline_len)
+{
+	uint64_t kernel_end;
+
+	if (elf_parse_pvh(g->image, g->image_size, g->path, &g->elf) ||
+	    pvh_check_segments(g, ram_below_4g, &kernel_end) ||
+	    !pvh_cmdline_fits(cmdline_len))
+		return -1;
+	if (g->initrd &&
+	    x86_place_initrd(ram_below_4g, kernel_end, X86_4G - 1,
+			     g->initrd_size, &g->initrd_addr))
+		return -1;
+	g->mode = X86_BOOT_PVH;
+	return 0;
+}
+
+int x86_load_pvh(struct vm *vm, const struct arch_guest *g,
+		 const char *cmdline, uint64_t rsdp)
 {
 	struct hvm_start_info si = {
 		.magic = HVM_START_MAGIC,
@@ -66,24 +108,19 @@ int x86_load_pvh(struct vm *vm, const void *data, size_t size,
 		.memmap_paddr = X86_PVH_START_INFO + PVH_MEMMAP_OFFSET,
 	};
 	size_t len = strlen(cmdline);
-	struct elf_kernel elf;
-	uint64_t kernel_end;
 
-	if (elf_parse_pvh(data, size, vm->cfg->kernel, &elf) ||
-	    pvh_load_segments(vm, data, &elf, &kernel_end))
+	/* --mmio-cmdline may have made it longer than what was checked. */
+	if (!pvh_cmdline_fits(len) || pvh_load_segments(vm, g))
 		return -1;
-	if (len >= X86_CMDLINE_MAX) {
-		pr_err("kernel command line is too long (%zu bytes)", len);
-		return -1;
-	}
 	guest_mem_write(&vm->mem, X86_CMDLINE_ADDR, cmdline, len + 1);
 	si.memmap_entries = pvh_write_memmap(vm, si.memmap_paddr);
-	if (initrd) {
-		struct hvm_modlist_entry mod = { .size = initrd_size };
+	if (g->initrd) {
+		struct hvm_modlist_entry mod = {
+			.paddr = g->initrd_addr, .size = g->initrd_size,
+		};
 
-		if (x86_place_initrd(vm->arch->ram_below_4g, kernel_end,
-				     X86_4G - 1, initrd_size, &mod.paddr) ||
-		    !guest_mem_write(&vm->mem, mod.paddr, initrd, initrd_size))
+		if (!guest_mem_write(&vm->mem, mod.paddr, g->initrd,
+				     g->initrd_size))
 			return -1;
 		si.nr_modules = 1;
 		si.modlist_paddr = X86_PVH_START_INFO + PVH_MODLIST_OFFSET;
@@ -91,7 +128,7 @@ int x86_load_pvh(struct vm *vm, const void *data, size_t size,
 	}
 	guest_mem_write(&vm->mem, X86_PVH_START_INFO, &si, sizeof(si));
 	vm->arch->mode = X86_BOOT_PVH;
-	vm->arch->entry = elf.pvh_entry;
+	vm->arch->entry = g->elf.pvh_entry;
 	vm->arch->boot_info = X86_PVH_START_INFO;
 	return 0;
 }

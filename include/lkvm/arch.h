@@ -4,12 +4,15 @@
  * arm64; each arch folder implements these calls, which core/run.c makes in
  * this order:
  *
+ *   arch_guest_open()   read and check the kernel/firmware/initrd the user
+ *                       gave, before /dev/kvm is opened
  *   arch_ram_layout()   where RAM goes in the guest-physical space
  *   arch_vm_init()      irqchip, timers, arch VM state (after the VM fd)
  *   arch_devices_init() board devices (UART, RTC, power, ...)
- *   arch_load_guest()   kernel/firmware/initrd and firmware tables
+ *   arch_load_guest()   copy the guest in, build the firmware tables
  *   arch_vcpu_init()    per vCPU: CPUID, MSRs/system registers, entry state
  *   arch_vm_exit()      free arch state
+ *   arch_guest_close()
  */
 #ifndef LKVM_ARCH_H
 #define LKVM_ARCH_H
@@ -19,6 +22,8 @@
 struct vm;
 struct vcpu;
 struct kvm_run;
+struct vm_config;
+struct arch_guest;
 
 #define ARCH_MAX_RAM_RANGES	4
 
@@ -27,7 +32,10 @@ unsigned int arch_ram_layout(uint64_t ram_bytes,
 			     uint64_t ranges[ARCH_MAX_RAM_RANGES][2]);
 int arch_vm_init(struct vm *vm);
 int arch_devices_init(struct vm *vm);
-int arch_load_guest(struct vm *vm);
+/* NULL + a one-line message when a file is missing, bad or too big for -m. */
+struct arch_guest *arch_guest_open(const struct vm_config *cfg);
+void arch_guest_close(struct arch_guest *guest);
+int arch_load_guest(struct vm *vm, const struct arch_guest *guest);
 int arch_vcpu_init(struct vcpu *vcpu);
 void arch_vm_exit(struct vm *vm);
 

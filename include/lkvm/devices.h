@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The devices the user asked for (disks, later NICs): created from the VM
+ * The devices the user asked for (disks, NICs): created from the VM
  * configuration after the board, stopped after the vCPUs, reported on at
  * exit (--stats, and a hint when the guest never drove one).
  */
@@ -10,8 +10,10 @@
 #include <stdio.h>
 
 struct vm;
+struct vm_inputs;
 
-int devices_create(struct vm *vm);
+/* Takes the opened disks and network backends over from *in. */
+int devices_create(struct vm *vm, struct vm_inputs *in);
 void devices_stop(struct vm *vm);
 /* Warn about devices the guest never initialised, naming the likely cause. */
 void devices_report_unused(struct vm *vm);

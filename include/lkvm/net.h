@@ -90,6 +90,13 @@ int tap_backend_open(struct net_backend *be, const struct net_config *cfg,
 /* User-mode networking through libslirp: one queue, no offloads. */
 int slirp_backend_open(struct net_backend *be, const struct net_config *cfg);
 
+/*
+ * The backend cfg->mode names, with `queues` queue pairs where it can
+ * (user mode has one): -1 + a one-line message. Closing a closed (or
+ * zeroed) backend does nothing.
+ */
+int net_backend_open(struct net_backend *be, const struct net_config *cfg,
+		     unsigned int queues);
 void net_backend_close(struct net_backend *be);
 
 #endif

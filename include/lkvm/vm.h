@@ -76,6 +76,17 @@ struct vcpu {
 
 struct arch_vm;
 struct vm_alloc;
+struct vm;
+
+/*
+ * A stand-in for KVM behind the VM's own ioctls (unit tests: guest memory,
+ * ioeventfds, irqfds and GSI routes recorded instead of made; see
+ * tests/unit/fake_vm.c). vm_ioctl() gets the KVM_* request and argument of
+ * a VM-fd ioctl, and KVM_CHECK_EXTENSION with the capability as argument.
+ */
+struct vm_kvm_ops {
+	int (*vm_ioctl)(struct vm *vm, unsigned long req, void *arg);
+};
 
 /* A memory-mapped device the firmware tables must announce (virtio-mmio). */
 #define VM_MAX_MMIO_DEVS	32
@@ -97,6 +108,7 @@ struct vm {
 	const struct vm_config *cfg;
 	int kvm_fd;
 	int vm_fd;
+	const struct vm_kvm_ops *kvm_ops;	/* NULL: the real KVM */
 	int vcpu_mmap_size;
 	bool software_kvm;
 
@@ -159,7 +171,34 @@ void vm_coalesce_pio(struct vm *vm, uint16_t port, uint32_t size);
 /* Raise or lower a legacy interrupt line of the in-kernel irqchip. */
 void vm_irq_line(struct vm *vm, unsigned int gsi, int level);
 
+/* What /dev/kvm is on this machine. */
+enum kvm_kind {
+	KVM_NONE,		/* no /dev/kvm, or no KVM behind it */
+	KVM_UNUSABLE,		/* there, but not ours: permissions, not KVM */
+	KVM_SOFTWARE,		/* emulates every guest instruction (kvm_pvm) */
+	KVM_HARDWARE,
+};
+
+/*
+ * Open /dev/kvm and check its API version: the fd and *kind, or -1 with
+ * *kind KVM_NONE or KVM_UNUSABLE and why[] the sentence to show the user.
+ */
+int kvm_device_open(enum kvm_kind *kind, char *why, size_t len);
+
+/* The VM's state short of KVM (exit eventfd, buses, locks); -1 + message. */
+int vm_init(struct vm *vm, const struct vm_config *cfg);
+/* vm_init(), then /dev/kvm and a VM on it; -1 + message. */
 int vm_create(struct vm *vm, const struct vm_config *cfg);
+
+/* A KVM ioctl on the VM (or on its stand-in); as ioctl(2). */
+int vm_ioctl(struct vm *vm, unsigned long req, void *arg);
+bool vm_has_cap(struct vm *vm, long cap);
+/*
+ * Bind fd to guest writes of datamatch (len bytes) at a guest address or
+ * port, or undo it: KVM then signals fd instead of exiting. -1 + message.
+ */
+int vm_ioeventfd(struct vm *vm, uint64_t addr, uint32_t len, bool pio,
+		 uint64_t datamatch, int fd, bool assign);
 int vm_setup_ram(struct vm *vm, const uint64_t (*ranges)[2],
 		 unsigned int nr_ranges);
 void vm_destroy(struct vm *vm);

@@ -152,8 +152,11 @@ int main(int argc, char **argv)
 		.custom_transport = &ring_driver_transport,
 		.custom_transport_priv = &b.rd,
 	};
+	struct disk_config disk_cfg = { 0 };
 	struct virtio_blk *blk;
-	struct vm vm = { 0 };
+	struct disk disk;
+	struct vm_config cfg = { .nr_cpus = 1 };
+	struct vm vm;
 	int ret;
 
 	if (argc != 5) {
@@ -166,11 +169,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bad mode or queue depth (1-%d)\n", QSIZE / 3);
 		return 2;
 	}
-	pthread_mutex_init(&vm.alloc_lock, NULL);
-	pthread_mutex_init(&vm.exit_lock, NULL);
-	if (ring_driver_init(&b.rd, &vm, MEM_SIZE, -1))
+	if (vm_init(&vm, &cfg) || ring_driver_init(&b.rd, &vm, MEM_SIZE, -1))
 		return 1;
-	opts.disk.path = argv[1];
+	disk_cfg.path = argv[1];
+	if (disk_open(&disk, &disk_cfg))
+		return 1;
+	opts.disk = &disk;
 	blk = virtio_blk_create(&vm, &opts);
 	if (!blk)
 		return 1;

@@ -635,6 +635,7 @@ static int run_lkvm(const struct mode *m, double seconds, struct flow *fl,
 		.use_ioeventfd = true,
 	};
 	struct bench b = { .m = m };
+	struct net_backend be;
 	struct virtio_net *net;
 	struct vm vm;
 	uint8_t tap_mac[6];
@@ -645,13 +646,16 @@ static int run_lkvm(const struct mode *m, double seconds, struct flow *fl,
 	memcpy(opts.net.mac, guest_mac, 6);
 	opts.custom_transport = &ring_driver_transport;
 	opts.custom_transport_priv = &b.rd;
-	/* A real VM without vCPUs: the device only needs its memory map. */
-	if (vm_create(&vm, &cfg)) {
+	/* No KVM and no vCPU: the device only needs the memory map. */
+	if (vm_init(&vm, &cfg)) {
 		fprintf(stderr, "cannot create a VM for the device\n");
 		return -1;
 	}
 	if (ring_driver_init(&b.rd, &vm, MEM_SIZE, WAIT_MS))
 		return -1;
+	if (net_backend_open(&be, &opts.net, 1))
+		return -1;
+	opts.backend = &be;
 	net = virtio_net_create(&vm, &opts);
 	if (!net || tap_configure(TAP_NAME, tap_mac, &ifindex))
 		return -1;

@@ -13,7 +13,11 @@ struct vm;
 struct virtio_blk;
 
 struct virtio_blk_options {
-	struct disk_config disk;
+	/*
+	 * Open (disk_open()). The device takes it over, whether or not it is
+	 * created, and leaves *disk closed.
+	 */
+	struct disk *disk;
 	enum virtio_transport transport;
 	unsigned int nr_queues;		/* VIRTIO_BLK_F_MQ when > 1 */
 	bool use_ioeventfd;

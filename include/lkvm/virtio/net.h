@@ -13,7 +13,13 @@ struct vm;
 struct virtio_net;
 
 struct virtio_net_options {
-	struct net_config net;
+	struct net_config net;		/* the MAC; the queues are the backend's */
+	/*
+	 * Open (net_backend_open(), or a test's own over a socket pair). The
+	 * device takes it over, whether or not it is created, and leaves
+	 * *backend closed.
+	 */
+	struct net_backend *backend;
 	enum virtio_transport transport;
 	bool use_ioeventfd;
 	/*
@@ -22,12 +28,6 @@ struct virtio_net_options {
 	 */
 	const struct virtio_transport_ops *custom_transport;
 	void *custom_transport_priv;
-	/*
-	 * An open backend of the caller's instead of the one `net` describes
-	 * (tests drive the device against a socket pair they control); the
-	 * device takes it over and closes it. NULL normally.
-	 */
-	const struct net_backend *custom_backend;
 };
 
 struct virtio_net *virtio_net_create(struct vm *vm,

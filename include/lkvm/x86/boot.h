@@ -85,14 +85,40 @@ struct x86_mem_range {
 unsigned int x86_memory_map(uint64_t below_4g, uint64_t above_4g,
 			    struct x86_mem_range map[X86_MAX_E820]);
 
+/*
+ * The guest the user gave (-k/-i or -f), read, decoded and placed in guest
+ * memory before any VM exists, so that a bad image or one too big for -m
+ * is reported before /dev/kvm is opened. Made and freed by the main
+ * thread (arch_guest_open/close), read-only in between.
+ */
+struct arch_guest {
+	enum x86_boot_mode mode;
+	const char *path;		/* kernel or firmware, for messages */
+	void *image;			/* the whole kernel or firmware file */
+	size_t image_size;
+	void *initrd;
+	size_t initrd_size;
+	uint64_t initrd_addr;		/* where it goes in guest memory */
+	struct bzimage bz;		/* X86_BOOT_LINUX64 */
+	struct elf_kernel elf;		/* X86_BOOT_PVH */
+};
+
+/*
+ * The checks, per format: the image decodes, it and the initrd fit below
+ * ram_below_4g, the command line fits the kernel's limit. -1 + message.
+ */
+int x86_check_bzimage(struct arch_guest *g, uint64_t ram_below_4g,
+		      size_t cmdline_len);
+int x86_check_pvh(struct arch_guest *g, uint64_t ram_below_4g,
+		  size_t cmdline_len);
+int x86_check_firmware(const struct arch_guest *g, uint64_t ram_below_4g);
+
 /* Loaders: each fills vm->arch (mode, entry, boot_info) on success. */
-int x86_load_bzimage(struct vm *vm, const void *data, size_t size,
-		     const char *cmdline, const void *initrd,
-		     size_t initrd_size, uint64_t rsdp);
-int x86_load_pvh(struct vm *vm, const void *data, size_t size,
-		 const char *cmdline, const void *initrd, size_t initrd_size,
-		 uint64_t rsdp);
-int x86_load_firmware(struct vm *vm, const char *path);
+int x86_load_bzimage(struct vm *vm, const struct arch_guest *g,
+		     const char *cmdline, uint64_t rsdp);
+int x86_load_pvh(struct vm *vm, const struct arch_guest *g,
+		 const char *cmdline, uint64_t rsdp);
+int x86_load_firmware(struct vm *vm, const struct arch_guest *g);
 
 /* Highest 4 KiB-aligned address for an initrd of `size` below `limit`. */
 int x86_place_initrd(uint64_t ram_below_4g, uint64_t kernel_end,

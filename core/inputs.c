@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Open and check everything the user named before /dev/kvm is touched (see
+ * include/lkvm/inputs.h): the first problem found is the one reported, in
+ * the order the options are documented (guest, disks, network).
+ */
+#include <string.h>
+
+#include "lkvm/arch.h"
+#include "lkvm/inputs.h"
+#include "lkvm/util.h"
+
+static int inputs_open_disks(struct vm_inputs *in, const struct vm_config *cfg)
+{
+	unsigned int i;
+
+	for (i = 0; i < cfg->nr_disks; i++) {
+		if (disk_open(&in->disks[i], &cfg->disks[i]))
+			return -1;
+		in->nr_disks++;
+	}
+	return 0;
+}
+
+/* A queue pair per vCPU, up to what the user asked for. */
+static unsigned int nic_queue_pairs(const struct vm_config *cfg,
+				    const struct net_config *nic)
+{
+	return MAX(1u, MIN(MIN(nic->queues, cfg->nr_cpus),
+			   (unsigned int)NET_MAX_QUEUE_PAIRS));
+}
+
+static int inputs_open_nets(struct vm_inputs *in, const struct vm_config *cfg)
+{
+	unsigned int i;
+
+	for (i = 0; i < cfg->nr_nics; i++)
+		if (net_backend_open(&in->nets[i], &cfg->nics[i],
+				     nic_queue_pairs(cfg, &cfg->nics[i])))
+			return -1;
+	return 0;
+}
+
+int vm_inputs_open(struct vm_inputs *in, const struct vm_config *cfg)
+{
+	unsigned int i;
+
+	memset(in, 0, sizeof(*in));
+	for (i = 0; i < LKVM_MAX_DISKS; i++)
+		in->disks[i].fd = -1;
+	in->guest = arch_guest_open(cfg);
+	if (!in->guest || inputs_open_disks(in, cfg) ||
+	    inputs_open_nets(in, cfg))
+		return -1;
+	return 0;
+}
+
+void vm_inputs_close(struct vm_inputs *in)
+{
+	unsigned int i;
+
+	for (i = 0; i < LKVM_MAX_NICS; i++)
+		net_backend_close(&in->nets[i]);
+	for (i = 0; i < LKVM_MAX_DISKS; i++)
+		disk_close(&in->disks[i]);
+	in->nr_disks = 0;
+	arch_guest_close(in->guest);
+	in->guest = NULL;
+}
