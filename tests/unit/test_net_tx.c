@@ -5,8 +5,8 @@
  * device (virtio/net.c, on its own I/O thread) is driven from this thread
  * through a split ring (tests/bench/ring_driver.c), its backend is a
  * socket pair this test reads, or not. Frames must wait in the ring, not
- * be dropped, and go out in order once there is room. A VM without vCPUs
- * on /dev/kvm holds the memory map; skipped where /dev/kvm cannot be opened.
+ * be dropped, and go out in order once there is room. A fake VM (no KVM,
+ * fake_vm.c) holds the ring driver's memory.
  */
 #include <errno.h>
 #include <poll.h>
@@ -26,6 +26,7 @@
 #include "lkvm/vm.h"
 #include "../../virtio/net_internal.h"
 #include "../bench/ring_driver.h"
+#include "fake_vm.h"
 
 #define TXQ		1
 #define NR_FRAMES	200		/* many times what the socket holds */
@@ -39,8 +40,7 @@
 static const uint8_t guest_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 
 struct fixture {
-	struct vm_config cfg;
-	struct vm vm;
+	struct fake_vm fake;
 	struct ring_driver rd;
 	struct virtio_net *net;
 	int peer;			/* the backend's other end */
@@ -84,16 +84,12 @@ static int setup(void **state)
 		.net = { .mode = NET_MODE_USER, .queues = 1 },
 		.use_ioeventfd = true,
 		.custom_transport = &ring_driver_transport,
-		.custom_backend = &be,
+		.backend = &be,
 	};
 	int sndbuf = 64 * 1024, sv[2];
 
-	f->cfg = (struct vm_config) { .nr_cpus = 1 };
-	if (access("/dev/kvm", R_OK | W_OK) || vm_create(&f->vm, &f->cfg)) {
-		free(f);
-		skip();
-		return 0;
-	}
+	assert_non_null(f);
+	assert_int_equal(fake_vm_init(&f->fake, 0, 1), 0);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK |
 				    SOCK_CLOEXEC, 0, sv), 0);
 	assert_int_equal(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf,
@@ -104,9 +100,9 @@ static int setup(void **state)
 	f->peer = sv[1];
 	memcpy(opts.net.mac, guest_mac, 6);
 	opts.custom_transport_priv = &f->rd;
-	assert_int_equal(ring_driver_init(&f->rd, &f->vm, MEM_SIZE, GUARD_MS),
+	assert_int_equal(ring_driver_init(&f->rd, &f->fake.vm, MEM_SIZE, GUARD_MS),
 			 0);
-	f->net = virtio_net_create(&f->vm, &opts);
+	f->net = virtio_net_create(&f->fake.vm, &opts);
 	assert_non_null(f->net);
 	f->rd.vdev = virtio_net_device(f->net);
 	assert_int_equal(ring_driver_start(&f->rd,
@@ -125,7 +121,8 @@ static int teardown(void **state)
 	virtio_net_destroy(f->net);
 	assert_int_equal(f->closed, 1);
 	close(f->peer);
-	vm_destroy(&f->vm);
+	assert_int_equal(f->fake.unexpected, 0);
+	fake_vm_destroy(&f->fake);
 	free(f);
 	return 0;
 }

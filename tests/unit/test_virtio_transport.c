@@ -2,9 +2,9 @@
 /*
  * The virtio transports' register files, driven as a guest driver would:
  * virtio-mmio registers through the MMIO bus, virtio-pci configuration
- * space through ports 0xcf8/0xcfc and its BAR through the MMIO bus. A VM
- * is created on /dev/kvm (for the ioeventfds and irqfds the transports
- * bind), no vCPU runs. Skipped where /dev/kvm cannot be opened.
+ * space through ports 0xcf8/0xcfc and its BAR through the MMIO bus. The
+ * VM is a fake one (fake_vm.c): no KVM is needed, and the ioeventfds the
+ * transports bind are checked where KVM would have them.
  */
 #include <fcntl.h>
 #include <linux/virtio_config.h>
@@ -27,19 +27,39 @@
 #include "lkvm/virtio/transport.h"
 #include "lkvm/vm.h"
 #include "lkvm/x86/layout.h"
+#include "fake_vm.h"
 
 struct fixture {
-	struct vm_config cfg;
-	struct vm vm;
+	struct fake_vm fake;
 	struct virtio_device vdev;
 	struct iothread *iothread;
 	uint8_t config[64];
-	unsigned int kicks;
+	unsigned int kicks;	/* atomic: the test's and the I/O thread's */
 };
+
+/* The modern virtio-pci BAR's notify region (virtio/pci.c's layout). */
+#define PCI_NOTIFY_OFF	0x3000
+#define PCI_NOTIFY_MUL	4
 
 static void test_queue_kick(struct virtio_device *vdev, struct virtio_queue *q)
 {
-	((struct fixture *)vdev->priv)->kicks++;
+	__atomic_add_fetch(&((struct fixture *)vdev->priv)->kicks, 1,
+			   __ATOMIC_SEQ_CST);
+}
+
+static unsigned int kicks(struct fixture *f)
+{
+	return __atomic_load_n(&f->kicks, __ATOMIC_SEQ_CST);
+}
+
+/* The I/O thread serves an eventfd kick: wait for it, at most 2 s. */
+static bool wait_kicks(struct fixture *f, unsigned int n)
+{
+	int i;
+
+	for (i = 0; i < 2000 && kicks(f) < n; i++)
+		usleep(1000);
+	return kicks(f) >= n;
 }
 
 static const struct virtio_device_ops test_ops = {
@@ -51,44 +71,39 @@ static const struct virtio_device_ops test_ops = {
 static int setup(void **state, enum virtio_transport transport)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	uint64_t ranges[ARCH_MAX_RAM_RANGES][2];
-	unsigned int n, i;
+	struct vm *vm = &f->fake.vm;
+	unsigned int i;
 
-	f->cfg = (struct vm_config) { .mem_mib = 16, .nr_cpus = 1 };
-	if (access("/dev/kvm", R_OK | W_OK) || vm_create(&f->vm, &f->cfg)) {
-		free(f);
-		return -1;
-	}
-	n = arch_ram_layout(f->cfg.mem_mib * MiB, ranges);
-	assert_int_equal(vm_setup_ram(&f->vm, (const uint64_t (*)[2])ranges, n), 0);
-	assert_int_equal(arch_vm_init(&f->vm), 0);
-	assert_int_equal(irq_init(&f->vm), 0);
-	assert_int_equal(pci_host_init(&f->vm, X86_PORT_PCI_CONFIG), 0);
-	f->iothread = iothread_create(&f->vm, "test-io");
+	assert_non_null(f);
+	assert_int_equal(fake_vm_init(&f->fake, 16, 1), 0);
+	assert_int_equal(irq_init(vm), 0);
+	assert_int_equal(pci_host_init(vm, X86_PORT_PCI_CONFIG), 0);
+	f->iothread = iothread_create(vm, "test-io");
 	assert_non_null(f->iothread);
-	assert_int_equal(virtio_device_init(&f->vdev, &f->vm, &test_ops, f, 2,
+	assert_int_equal(virtio_device_init(&f->vdev, vm, &test_ops, f, 2,
 					    64, f->iothread, true), 0);
 	for (i = 0; i < sizeof(f->config); i++)
 		f->config[i] = i;
 	f->vdev.config = f->config;
 	f->vdev.config_size = sizeof(f->config);
 	if (transport == VIRTIO_TRANSPORT_MMIO)
-		assert_int_equal(virtio_mmio_create(&f->vm, &f->vdev), 0);
+		assert_int_equal(virtio_mmio_create(vm, &f->vdev), 0);
 	else
-		assert_int_equal(virtio_pci_create(&f->vm, &f->vdev,
+		assert_int_equal(virtio_pci_create(vm, &f->vdev,
 			transport == VIRTIO_TRANSPORT_PCI_LEGACY, 0x010000), 0);
+	assert_int_equal(iothread_start(f->iothread), 0);
 	*state = f;
 	return 0;
 }
 
 static int setup_mmio(void **state)
 {
-	return setup(state, VIRTIO_TRANSPORT_MMIO) ? (skip(), 0) : 0;
+	return setup(state, VIRTIO_TRANSPORT_MMIO);
 }
 
 static int setup_pci(void **state)
 {
-	return setup(state, VIRTIO_TRANSPORT_PCI) ? (skip(), 0) : 0;
+	return setup(state, VIRTIO_TRANSPORT_PCI);
 }
 
 static int teardown(void **state)
@@ -97,11 +112,14 @@ static int teardown(void **state)
 
 	if (!f)
 		return 0;
+	iothread_stop(f->iothread);
 	virtio_device_stop(&f->vdev);
 	iothread_destroy(f->iothread);
-	irq_exit(&f->vm);
-	arch_vm_exit(&f->vm);
-	vm_destroy(&f->vm);
+	/* Every queue stopped: nothing may stay bound to a closed eventfd. */
+	assert_int_equal(f->fake.nr_ioeventfds, 0);
+	assert_int_equal(f->fake.unexpected, 0);
+	irq_exit(&f->fake.vm);
+	fake_vm_destroy(&f->fake);
 	free(f);
 	return 0;
 }
@@ -110,13 +128,13 @@ static uint32_t mmio_rd(struct fixture *f, uint64_t reg)
 {
 	uint32_t v;
 
-	bus_access(&f->vm.mmio, f->vm.mmio_devs[0].base + reg, &v, 4, false);
+	bus_access(&f->fake.vm.mmio, f->fake.vm.mmio_devs[0].base + reg, &v, 4, false);
 	return v;
 }
 
 static void mmio_wr(struct fixture *f, uint64_t reg, uint32_t v)
 {
-	bus_access(&f->vm.mmio, f->vm.mmio_devs[0].base + reg, &v, 4, true);
+	bus_access(&f->fake.vm.mmio, f->fake.vm.mmio_devs[0].base + reg, &v, 4, true);
 }
 
 static void test_mmio_identity(void **state)
@@ -129,11 +147,11 @@ static void test_mmio_identity(void **state)
 	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_DEVICE_ID), 2);
 	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_SHM_LEN_LOW), 0xffffffff);
 	/* Registers are 32-bit: a byte read of one gives nothing. */
-	bus_access(&f->vm.mmio, f->vm.mmio_devs[0].base, &byte, 1, false);
+	bus_access(&f->fake.vm.mmio, f->fake.vm.mmio_devs[0].base, &byte, 1, false);
 	assert_int_equal(byte, 0);
 	/* The slot is announced for the firmware tables. */
-	assert_int_equal(f->vm.nr_mmio_devs, 1);
-	assert_int_equal(f->vm.mmio_devs[0].base, X86_VIRTIO_MMIO_START);
+	assert_int_equal(f->fake.vm.nr_mmio_devs, 1);
+	assert_int_equal(f->fake.vm.mmio_devs[0].base, X86_VIRTIO_MMIO_START);
 }
 
 static void test_mmio_features(void **state)
@@ -193,9 +211,21 @@ static void test_mmio_queue_registers(void **state)
 	mmio_wr(f, VIRTIO_MMIO_QUEUE_READY, 1);	/* ignored, no crash */
 }
 
+static uint64_t queue_kicks_eventfd(struct virtio_queue *q)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&q->lock);
+	n = q->kicks_eventfd;
+	pthread_mutex_unlock(&q->lock);
+	return n;
+}
+
 static void test_mmio_live_queue_and_notify(void **state)
 {
 	struct fixture *f = *state;
+	uint64_t notify = f->fake.vm.mmio_devs[0].base +
+			  VIRTIO_MMIO_QUEUE_NOTIFY;
 
 	mmio_wr(f, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
 	mmio_wr(f, VIRTIO_MMIO_DRIVER_FEATURES, 1);
@@ -208,13 +238,21 @@ static void test_mmio_live_queue_and_notify(void **state)
 	mmio_wr(f, VIRTIO_MMIO_STATUS, 0xf);	/* DRIVER_OK */
 	assert_true(f->vdev.queues[0].live);
 	/* Starting a queue serves what the driver may have posted already. */
-	assert_int_equal(f->kicks, 1);
+	assert_int_equal(kicks(f), 1);
+	/* The notify register is KVM's: queue 0's value signals its eventfd, */
+	assert_true(fake_vm_ioeventfd(&f->fake, notify, false, 0) >= 0);
+	assert_true(fake_vm_notify(&f->fake, notify, false, 0, 4));
+	/* which the I/O thread serves. */
+	assert_true(wait_kicks(f, 2));
+	assert_int_equal(queue_kicks_eventfd(&f->vdev.queues[0]), 1);
+	/* Queue 1 is not live: its value would exit to the VMM. */
+	assert_false(fake_vm_notify(&f->fake, notify, false, 1, 4));
 	/* A notify that reaches the VMM is served on the spot. */
 	mmio_wr(f, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
-	assert_int_equal(f->kicks, 2);
+	assert_int_equal(kicks(f), 3);
 	assert_int_equal(f->vdev.queues[0].kicks_exit, 1);
 	mmio_wr(f, VIRTIO_MMIO_QUEUE_NOTIFY, 9);	/* no such queue */
-	assert_int_equal(f->kicks, 2);
+	assert_int_equal(kicks(f), 3);
 	/* Interrupt status: the config bit, acknowledged by the driver. */
 	virtio_device_broken(&f->vdev, &f->vdev.queues[0], "test");
 	assert_true(mmio_rd(f, VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_NEEDS_RESET);
@@ -225,21 +263,23 @@ static void test_mmio_live_queue_and_notify(void **state)
 	mmio_wr(f, VIRTIO_MMIO_STATUS, 0);
 	assert_false(f->vdev.queues[0].live);
 	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_STATUS), 0);
+	/* A reset gives the notify register back to the VMM. */
+	assert_int_equal(fake_vm_ioeventfd(&f->fake, notify, false, 0), -1);
 }
 
 static void test_mmio_config_space(void **state)
 {
 	struct fixture *f = *state;
-	uint64_t base = f->vm.mmio_devs[0].base + VIRTIO_MMIO_CONFIG;
+	uint64_t base = f->fake.vm.mmio_devs[0].base + VIRTIO_MMIO_CONFIG;
 	uint32_t v = 0xdeadbeef;
 	uint8_t b;
 
-	bus_access(&f->vm.mmio, base + 5, &b, 1, false);
+	bus_access(&f->fake.vm.mmio, base + 5, &b, 1, false);
 	assert_int_equal(b, 5);
-	bus_access(&f->vm.mmio, base + 62, &v, 4, false);	/* crosses the end */
+	bus_access(&f->fake.vm.mmio, base + 62, &v, 4, false);	/* crosses the end */
 	assert_int_equal(v, 0);
 	v = 0x12345678;
-	bus_access(&f->vm.mmio, base + 4, &v, 4, true);	/* read-only config */
+	bus_access(&f->fake.vm.mmio, base + 4, &v, 4, true);	/* read-only config */
 	assert_int_equal(f->config[4], 4);
 }
 
@@ -247,8 +287,8 @@ static uint32_t cfg_rd(struct fixture *f, unsigned int slot, unsigned int reg)
 {
 	uint32_t addr = 0x80000000u | slot << 11 | (reg & 0xfc), v;
 
-	bus_access(&f->vm.pio, X86_PORT_PCI_CONFIG, &addr, 4, true);
-	bus_access(&f->vm.pio, X86_PORT_PCI_CONFIG + 4, &v, 4, false);
+	bus_access(&f->fake.vm.pio, X86_PORT_PCI_CONFIG, &addr, 4, true);
+	bus_access(&f->fake.vm.pio, X86_PORT_PCI_CONFIG + 4, &v, 4, false);
 	return v;
 }
 
@@ -257,8 +297,8 @@ static void cfg_wr(struct fixture *f, unsigned int slot, unsigned int reg,
 {
 	uint32_t addr = 0x80000000u | slot << 11 | (reg & 0xfc);
 
-	bus_access(&f->vm.pio, X86_PORT_PCI_CONFIG, &addr, 4, true);
-	bus_access(&f->vm.pio, X86_PORT_PCI_CONFIG + 4, &v, 4, true);
+	bus_access(&f->fake.vm.pio, X86_PORT_PCI_CONFIG, &addr, 4, true);
+	bus_access(&f->fake.vm.pio, X86_PORT_PCI_CONFIG + 4, &v, 4, true);
 }
 
 static void test_pci_config_space(void **state)
@@ -286,17 +326,54 @@ static void test_pci_bar_moves_with_the_guest(void **state)
 	uint64_t old = cfg_rd(f, 1, 0x20) & ~0xfULL, moved = 0xd0000000;
 	uint16_t numq = 0;
 
-	bus_access(&f->vm.mmio, old + VIRTIO_PCI_COMMON_NUMQ, &numq, 2, false);
+	bus_access(&f->fake.vm.mmio, old + VIRTIO_PCI_COMMON_NUMQ, &numq, 2, false);
 	assert_int_equal(numq, 2);
 	cfg_wr(f, 1, 0x20, moved | 4);
 	numq = 0;
-	bus_access(&f->vm.mmio, moved + VIRTIO_PCI_COMMON_NUMQ, &numq, 2, false);
+	bus_access(&f->fake.vm.mmio, moved + VIRTIO_PCI_COMMON_NUMQ, &numq, 2, false);
 	assert_int_equal(numq, 2);
-	assert_false(bus_access(&f->vm.mmio, old + VIRTIO_PCI_COMMON_NUMQ,
+	assert_false(bus_access(&f->fake.vm.mmio, old + VIRTIO_PCI_COMMON_NUMQ,
 				&numq, 2, false));
 	/* Memory decoding off: the BAR disappears. */
 	cfg_wr(f, 1, 0x04, 0);
-	assert_false(bus_access(&f->vm.mmio, moved, &numq, 2, false));
+	assert_false(bus_access(&f->fake.vm.mmio, moved, &numq, 2, false));
+}
+
+static void common_wr(struct fixture *f, uint64_t bar, unsigned int off,
+		      uint32_t v, unsigned int len)
+{
+	bus_access(&f->fake.vm.mmio, bar + off, &v, len, true);
+}
+
+static void test_pci_notify_follows_the_bar(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t bar = cfg_rd(f, 1, 0x20) & ~0xfULL, moved = 0xd0000000;
+	uint64_t notify1 = PCI_NOTIFY_OFF + 1 * PCI_NOTIFY_MUL;
+
+	common_wr(f, bar, VIRTIO_PCI_COMMON_STATUS, 3, 1);	/* ACK|DRIVER */
+	common_wr(f, bar, VIRTIO_PCI_COMMON_GFSELECT, 1, 4);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_GF, 1, 4);		/* VERSION_1 */
+	common_wr(f, bar, VIRTIO_PCI_COMMON_STATUS, 0xb, 1);	/* FEATURES_OK */
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_SELECT, 1, 2);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_DESCLO, 0x10000, 4);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_AVAILLO, 0x11000, 4);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_USEDLO, 0x12000, 4);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_ENABLE, 1, 2);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_STATUS, 0xf, 1);	/* DRIVER_OK */
+	assert_true(f->vdev.queues[1].live);
+	/* Queue 1's notify address, 2 bytes of its index, is KVM's. */
+	assert_int_equal(f->fake.nr_ioeventfds, 1);
+	assert_true(fake_vm_notify(&f->fake, bar + notify1, false, 1, 2));
+	assert_true(wait_kicks(f, 2));
+	/* The guest moves the BAR: the ioeventfd moves with it. */
+	cfg_wr(f, 1, 0x20, moved | 4);
+	assert_int_equal(fake_vm_ioeventfd(&f->fake, bar + notify1, false, 1), -1);
+	assert_true(fake_vm_notify(&f->fake, moved + notify1, false, 1, 2));
+	assert_true(wait_kicks(f, 3));
+	/* Memory decoding off: no BAR, no ioeventfd. */
+	cfg_wr(f, 1, 0x04, 0);
+	assert_int_equal(f->fake.nr_ioeventfds, 0);
 }
 
 static void test_pci_msix_table(void **state)
@@ -306,16 +383,16 @@ static void test_pci_msix_table(void **state)
 	uint32_t v = 0xfee00000, data = 0x41, ctrl = 0;
 	uint64_t pba = 0;
 
-	bus_access(&f->vm.mmio, bar + 0x4000, &v, 4, true);
-	bus_access(&f->vm.mmio, bar + 0x4008, &data, 4, true);
+	bus_access(&f->fake.vm.mmio, bar + 0x4000, &v, 4, true);
+	bus_access(&f->fake.vm.mmio, bar + 0x4008, &data, 4, true);
 	v = 0;
-	bus_access(&f->vm.mmio, bar + 0x4000, &v, 4, false);
+	bus_access(&f->fake.vm.mmio, bar + 0x4000, &v, 4, false);
 	assert_int_equal(v, 0xfee00000);
-	bus_access(&f->vm.mmio, bar + 0x400c, &ctrl, 4, false);
+	bus_access(&f->fake.vm.mmio, bar + 0x400c, &ctrl, 4, false);
 	assert_int_equal(ctrl, 1);		/* entries start masked */
 	/* A vector past the table is ignored. */
-	bus_access(&f->vm.mmio, bar + 0x4000 + 16 * 40, &data, 4, true);
-	bus_access(&f->vm.mmio, bar + 0x6000, &pba, 8, false);
+	bus_access(&f->fake.vm.mmio, bar + 0x4000 + 16 * 40, &data, 4, true);
+	bus_access(&f->fake.vm.mmio, bar + 0x6000, &pba, 8, false);
 	assert_int_equal(pba, 0);
 }
 
@@ -329,6 +406,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mmio_config_space, setup_mmio, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_config_space, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_bar_moves_with_the_guest, setup_pci, teardown),
+		cmocka_unit_test_setup_teardown(test_pci_notify_follows_the_bar, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_msix_table, setup_pci, teardown),
 	};
 
