@@ -17,11 +17,16 @@
 #define IRQ_MAX_ROUTES		1024
 #define IRQ_FIRST_MSI_GSI	64	/* above every irqchip pin */
 
+/*
+ * Shared by every thread that raises interrupts; lock guards all of it.
+ * holders[gsi]: how many devices hold that irqchip line up (PCI INTx).
+ */
 struct irq_routing {
 	pthread_mutex_t lock;
 	unsigned int nr;
 	unsigned int next_msi_gsi;
 	struct kvm_irq_routing *table;	/* IRQ_MAX_ROUTES entries */
+	unsigned int holders[IRQ_FIRST_MSI_GSI];
 };
 
 /* Caller holds the lock. */
@@ -152,4 +157,21 @@ void irqfd_detach(struct vm *vm, int fd, unsigned int gsi)
 	if (vm_ioctl(vm, KVM_IRQFD, &irqfd) < 0)
 		pr_warn("KVM_IRQFD deassign on GSI %u: %s", gsi,
 			strerror(errno));
+}
+
+void irq_line_hold(struct vm *vm, unsigned int gsi, bool *held, bool up)
+{
+	struct irq_routing *r = vm->irq;
+
+	if (gsi >= IRQ_FIRST_MSI_GSI)
+		return;
+	pthread_mutex_lock(&r->lock);
+	if (*held != up) {
+		*held = up;
+		if (up && r->holders[gsi]++ == 0)
+			vm_irq_line(vm, gsi, 1);
+		else if (!up && --r->holders[gsi] == 0)
+			vm_irq_line(vm, gsi, 0);
+	}
+	pthread_mutex_unlock(&r->lock);
 }

@@ -6,8 +6,11 @@
  *    notify address per queue and the MSI-X table and PBA;
  *  - legacy (virtio 0.9.5 register layout in an I/O BAR), for old kernels.
  * Every notify address is bound to an ioeventfd (datamatch = queue index),
- * interrupts leave through irqfds: one per MSI-X vector (GSI routes that
- * follow the table), or INTx, level-triggered with a resample fd.
+ * MSI-X interrupts leave through irqfds, one per vector (GSI routes that
+ * follow the table). INTx is a level-triggered line shared with other
+ * slots (irq_line_hold()): up while the ISR has a bit set, down the moment
+ * the guest reads it (4.1.4.5), which an irqfd's level cannot follow (KVM
+ * lowers that only at EOI).
  *
  * BARs are assigned here, as firmware would, inside the window the DSDT
  * gives the host bridge; a guest may move them, and the BAR regions and
@@ -106,9 +109,13 @@ struct virtio_pci {
 	int vector_fd[MSIX_MAX_VECTORS];
 
 	uint32_t intx_gsi;
-	int intx_fd;
-	int intx_resample_fd;
-	struct io_source resample;
+	/*
+	 * The line follows isr, the Interrupt Disable bit and MSI-X; intx_lock
+	 * makes each change of those and the line's one step (I/O threads
+	 * raise, vCPU threads read the ISR and write the command register).
+	 */
+	pthread_mutex_t intx_lock;
+	bool intx_held;
 };
 
 static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
@@ -189,20 +196,33 @@ static bool intx_disabled(const struct virtio_pci *vp)
 	return get16(vp->pdev.cfg + 0x04) & PCI_COMMAND_INTX_DISABLE;
 }
 
-static void intx_raise(struct virtio_pci *vp, uint32_t why)
+/* Caller holds intx_lock. */
+static void intx_sync_line(struct virtio_pci *vp)
 {
-	__atomic_fetch_or(&vp->isr, why, __ATOMIC_SEQ_CST);
+	bool up = __atomic_load_n(&vp->isr, __ATOMIC_SEQ_CST) &&
+		  !intx_disabled(vp) && !msix_enabled(vp);
+
 	intx_update_status(vp);
-	if (!intx_disabled(vp))
-		eventfd_signal(vp->intx_fd);
+	irq_line_hold(vp->vm, vp->intx_gsi, &vp->intx_held, up);
 }
 
-/* Reading the ISR acknowledges it, and the line's source goes with it. */
+static void intx_raise(struct virtio_pci *vp, uint32_t why)
+{
+	pthread_mutex_lock(&vp->intx_lock);
+	__atomic_fetch_or(&vp->isr, why, __ATOMIC_SEQ_CST);
+	intx_sync_line(vp);
+	pthread_mutex_unlock(&vp->intx_lock);
+}
+
+/* Reading the ISR acknowledges it, and the line goes down with it. */
 static uint8_t isr_read_and_clear(struct virtio_pci *vp)
 {
-	uint8_t isr = __atomic_exchange_n(&vp->isr, 0, __ATOMIC_SEQ_CST);
+	uint8_t isr;
 
-	intx_update_status(vp);
+	pthread_mutex_lock(&vp->intx_lock);
+	isr = __atomic_exchange_n(&vp->isr, 0, __ATOMIC_SEQ_CST);
+	intx_sync_line(vp);
+	pthread_mutex_unlock(&vp->intx_lock);
 	return isr;
 }
 
@@ -227,18 +247,6 @@ static void pci_signal_config(struct virtio_device *vdev)
 	} else {
 		intx_raise(vp, VIRTIO_PCI_ISR_CONFIG);
 	}
-}
-
-/* KVM dropped the level at EOI: raise it again if still pending. */
-static void intx_resample(struct io_source *src, uint32_t events)
-{
-	struct virtio_pci *vp = src->opaque;
-	uint64_t v;
-
-	if (read(src->fd, &v, sizeof(v)) < 0)
-		return;
-	if (__atomic_load_n(&vp->isr, __ATOMIC_SEQ_CST))
-		eventfd_signal(vp->intx_fd);
 }
 
 /* A table entry changed: route its GSI to the new address and data. */
@@ -296,8 +304,10 @@ static void virtio_pci_reset(struct virtio_pci *vp)
 {
 	vp->config_vector = VIRTIO_NO_VECTOR;
 	__atomic_store_n(&vp->msix_pending, 0, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&vp->intx_lock);
 	__atomic_store_n(&vp->isr, 0, __ATOMIC_SEQ_CST);
-	intx_update_status(vp);
+	intx_sync_line(vp);
+	pthread_mutex_unlock(&vp->intx_lock);
 }
 
 /* ---- notify addresses and ioeventfds ---- */
@@ -689,10 +699,13 @@ static void virtio_pci_cfg_write(struct pci_device *pdev, unsigned int offset,
 		msix_deliver_pending(vp);
 		pthread_mutex_unlock(&vp->vdev->lock);
 	}
-	/* Interrupt Disable cleared with an interrupt pending: assert now. */
-	if (offset <= 0x05 && offset + len > 0x05 && !intx_disabled(vp) &&
-	    !msix_enabled(vp) && __atomic_load_n(&vp->isr, __ATOMIC_SEQ_CST))
-		eventfd_signal(vp->intx_fd);
+	/* Interrupt Disable or MSI-X Enable written: the line follows. */
+	if ((offset <= 0x05 && offset + len > 0x04) ||
+	    (offset <= CAP_MSIX + 3 && offset + len > CAP_MSIX + 2)) {
+		pthread_mutex_lock(&vp->intx_lock);
+		intx_sync_line(vp);
+		pthread_mutex_unlock(&vp->intx_lock);
+	}
 	if (addr == vp->bar_addr)
 		return;
 	if (vp->bar_addr)
@@ -824,16 +837,8 @@ static int setup_vectors(struct virtio_pci *vp)
 static int setup_intx(struct virtio_pci *vp)
 {
 	vp->intx_gsi = arch_pci_intx_gsi(vp->slot, 0);
-	vp->intx_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	vp->intx_resample_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (vp->intx_fd < 0 || vp->intx_resample_fd < 0 ||
-	    irqfd_attach(vp->vm, vp->intx_fd, vp->intx_gsi,
-			 vp->intx_resample_fd))
-		return -1;
-	vp->resample = (struct io_source) {
-		.fd = vp->intx_resample_fd, .handler = intx_resample, .opaque = vp,
-	};
-	return iothread_add(vp->vdev->iothread, &vp->resample, EPOLLIN);
+	pthread_mutex_init(&vp->intx_lock, NULL);
+	return 0;
 }
 
 int virtio_pci_create(struct vm *vm, struct virtio_device *vdev, bool legacy,

@@ -376,6 +376,48 @@ static void test_pci_notify_follows_the_bar(void **state)
 	assert_int_equal(f->fake.nr_ioeventfds, 0);
 }
 
+static void test_pci_intx_follows_the_isr(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t bar = cfg_rd(f, 1, 0x20) & ~0xfULL;
+	unsigned int gsi = cfg_rd(f, 1, 0x3c) & 0xff;
+	uint32_t cmd = cfg_rd(f, 1, 0x04) & 0xffff;
+	uint8_t isr = 0;
+
+	assert_true(gsi < FAKE_VM_MAX_GSIS);
+	f->vdev.transport->signal_queue(&f->vdev, &f->vdev.queues[0]);
+	assert_int_equal(f->fake.irq_level[gsi], 1);
+	assert_true(cfg_rd(f, 1, 0x04) >> 16 & 0x08);	/* Interrupt Status */
+	/* Interrupt Disable lowers the line; clearing it raises it again. */
+	cfg_wr(f, 1, 0x04, cmd | 0x400);
+	assert_int_equal(f->fake.irq_level[gsi], 0);
+	cfg_wr(f, 1, 0x04, cmd);
+	assert_int_equal(f->fake.irq_level[gsi], 1);
+	/* Reading the ISR lowers it at once, before any EOI (4.1.4.5). */
+	bus_access(&f->fake.vm.mmio, bar + 0x1000, &isr, 1, false);
+	assert_int_equal(isr, 1);
+	assert_int_equal(f->fake.irq_level[gsi], 0);
+	assert_false(cfg_rd(f, 1, 0x04) >> 16 & 0x08);
+}
+
+/* Two slots share a line: one lowering its share leaves the other's. */
+static void test_shared_intx_line(void **state)
+{
+	struct fixture *f = *state;
+	bool a = false, b = false;
+
+	irq_line_hold(&f->fake.vm, 18, &a, true);
+	irq_line_hold(&f->fake.vm, 18, &b, true);
+	irq_line_hold(&f->fake.vm, 18, &a, true);	/* held already */
+	assert_int_equal(f->fake.irq_level[18], 1);
+	irq_line_hold(&f->fake.vm, 18, &a, false);
+	assert_int_equal(f->fake.irq_level[18], 1);
+	irq_line_hold(&f->fake.vm, 18, &a, false);	/* not held */
+	assert_int_equal(f->fake.irq_level[18], 1);
+	irq_line_hold(&f->fake.vm, 18, &b, false);
+	assert_int_equal(f->fake.irq_level[18], 0);
+}
+
 static void test_pci_msix_table(void **state)
 {
 	struct fixture *f = *state;
@@ -407,6 +449,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pci_config_space, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_bar_moves_with_the_guest, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_notify_follows_the_bar, setup_pci, teardown),
+		cmocka_unit_test_setup_teardown(test_pci_intx_follows_the_isr, setup_pci, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_intx_line, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_msix_table, setup_pci, teardown),
 	};
 
