@@ -1,5 +1,6 @@
 #!/bin/sh
-# Show lkvm booting Linux on a machine whose /dev/kvm is software-only.
+# Show lkvm booting Linux on a machine whose /dev/kvm is software-only, or
+# that has none.
 #
 #   scripts/run-nested.sh [lkvm run options...]
 #
@@ -31,8 +32,9 @@ guest=${LKVM_DEFAULT_GUEST:-${XDG_CACHE_HOME:-$HOME/.cache}/lkvm/default}
 mem=${LKVM_NESTED_MEM:-1024}
 lkvm=${LKVM_BIN:-$top/lkvm.static}
 
-echo "run-nested: /dev/kvm here is a software KVM that cannot run Linux at" \
-	"speed; booting the guest under lkvm inside a QEMU TCG VM (nested AMD SVM)."
+echo "run-nested: /dev/kvm here is missing, or a software KVM that cannot" \
+	"run Linux at speed; booting the guest under lkvm inside a QEMU TCG VM" \
+	"(nested AMD SVM)."
 
 for f in kernel initrd cmdline; do
 	if [ ! -f "$guest/$f" ]; then

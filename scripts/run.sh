@@ -4,8 +4,10 @@
 # `lkvm run` (e.g. -c 2 -m 512).
 #
 # Where /dev/kvm cannot run Linux at speed (a software KVM such as
-# kvm_pvm), lkvm runs the same guest inside a QEMU TCG virtual machine
-# whose own KVM works (scripts/run-nested.sh), and says so.
+# kvm_pvm) or there is no KVM at all, lkvm runs the same guest inside a
+# QEMU TCG virtual machine whose own KVM works (scripts/run-nested.sh),
+# and says so. A /dev/kvm that is there but unusable (no permission) is an
+# error to fix, not a reason to emulate.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -21,7 +23,7 @@ case $verdict in
 0)
 	exec ./lkvm run "$@"
 	;;
-2)
+2|3)
 	echo "lkvm: $probe" >&2
 	echo "lkvm: falling back to a nested set-up: lkvm runs inside a QEMU TCG guest with a working KVM (slower, about a minute)" >&2
 	make lkvm.static >/dev/null

@@ -14,7 +14,6 @@ Run with: /usr/bin/python3 -m pytest -q tests/kit/test_net_tap.py
 """
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -24,12 +23,6 @@ TOP = Path(__file__).resolve().parents[2]
 LKVM = os.environ.get("LKVM", str(TOP / "lkvm"))
 EXIT_ELF = TOP / "guest" / "kit" / "exit.elf"
 IFF_MULTI_QUEUE = 0x0100
-
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("ip")
-    or not os.path.exists("/dev/net/tun")
-    or not os.access("/dev/kvm", os.R_OK | os.W_OK),
-    reason="needs root, ip(8), /dev/net/tun and /dev/kvm")
 
 
 @pytest.fixture

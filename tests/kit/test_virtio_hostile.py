@@ -3,8 +3,8 @@
 broken rule per run. The guest checks what the device answered (NEEDS_RESET
 or an error status), resets it and reads a sector to prove it recovered;
 here we check that lkvm stayed up and said no more than one warning about
-it. Every case also runs under the ASan/UBSan build (make SANITIZE=1) when
-build/sanitize/lkvm exists.
+it. Every case also runs under the ASan/UBSan build in the sanitized pass
+(make SANITIZE=1 check-kit, which sets $LKVM).
 
 Run with: /usr/bin/python3 -m pytest -q tests/kit/test_virtio_hostile.py
 """
@@ -17,16 +17,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LKVM = Path(os.environ.get("LKVM") or ROOT / "lkvm")
-SANITIZE_LKVM = ROOT / "build" / "sanitize" / "lkvm"
 HOSTILE = ROOT / "guest" / "kit" / "hostile.elf"
 
 VM_TIMEOUT = 30
 PROC_TIMEOUT = 60
 SOFT_KVM = "software KVM"            # lkvm's note about kvm_pvm hosts
-
-pytestmark = pytest.mark.skipif(
-    not os.access(LKVM, os.X_OK) or not os.access("/dev/kvm", os.R_OK | os.W_OK),
-    reason="needs ./lkvm (make lkvm) and access to /dev/kvm")
 
 
 CASES = [
@@ -84,13 +79,6 @@ def run(lkvm, *args, env=None):
     return proc.returncode, out, err, report
 
 
-def lkvm_binaries():
-    yield pytest.param(LKVM, id="lkvm")
-    yield pytest.param(SANITIZE_LKVM, id="sanitize", marks=pytest.mark.skipif(
-        not os.access(SANITIZE_LKVM, os.X_OK),
-        reason="no build/sanitize/lkvm (make SANITIZE=1)"))
-
-
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
     img = tmp_path_factory.mktemp("hostile") / "disk.img"
@@ -99,13 +87,12 @@ def image(tmp_path_factory):
     return img
 
 
-@pytest.mark.parametrize("lkvm", lkvm_binaries())
 @pytest.mark.parametrize("case", CASES)
-def test_hostile(image, lkvm, case):
+def test_hostile(image, case):
     if not HOSTILE.exists():
         pytest.fail(f"{HOSTILE} missing: run make guest-kit")
     rc, out, err, report = run(
-        lkvm, "-k", HOSTILE, "-d", image, "-p", f"case={case}",
+        LKVM, "-k", HOSTILE, "-d", image, "-p", f"case={case}",
         env=None)
     assert f"case {case} " in out, report
     assert "recovered: read after reset ok" in out, report
@@ -128,11 +115,10 @@ def reset_race(lkvm, image, ioeventfd):
 
 @pytest.mark.parametrize("ioeventfd", [True, False],
                          ids=["ioeventfd", "no-ioeventfd"])
-@pytest.mark.parametrize("lkvm", lkvm_binaries())
-def test_reset_race(image, lkvm, ioeventfd):
+def test_reset_race(image, ioeventfd):
     """An AP kicks the queue nonstop while the BSP resets and re-readies
     the device 40 times on the same rings."""
-    rc, out, err, report = reset_race(lkvm, image, ioeventfd)
+    rc, out, err, report = reset_race(LKVM, image, ioeventfd)
     assert "resets against" in out, report
     assert "recovered: read after reset ok" in out, report
     assert rc == 0 and "PASS: hostile" in out, report
@@ -149,10 +135,9 @@ def test_warnings_bounded(image):
     assert len(lines) <= 1, report
 
 
-@pytest.mark.skipif(not os.access(SANITIZE_LKVM, os.X_OK),
-                    reason="no build/sanitize/lkvm (make SANITIZE=1)")
+@pytest.mark.sanitize_only
 def test_sanitize_disk_option_leak(image):
-    rc, out, err, report = run(SANITIZE_LKVM, "-k", HOSTILE, "-d", image,
+    rc, out, err, report = run(LKVM, "-k", HOSTILE, "-d", image,
                                "-p", "case=indirect_ok")
     assert "PASS: hostile" in out, report
     assert rc == 0 and "LeakSanitizer" not in err, report

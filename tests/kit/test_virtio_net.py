@@ -42,7 +42,6 @@ import json
 import os
 import re
 import select
-import shutil
 import subprocess
 import sys
 import time
@@ -68,39 +67,13 @@ IFF_TAP, IFF_NO_PI, IFF_PERSIST, IFF_VNET_HDR = 0x0002, 0x1000, 0x0800, 0x4000
 
 
 class Run(BlkRun):
-    """test_virtio_blk's Run, shown in full in assertion messages."""
-
-    def __repr__(self):
-        return str(self)
+    """test_virtio_blk's Run."""
 
 
-def lkvm_has_network():
-    if not os.access(LKVM, os.X_OK):
-        return False
-    try:
-        p = subprocess.run([str(LKVM), "run", "--help"], capture_output=True,
-                           timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return b"--network" in p.stdout + p.stderr
-
-
-HAS_NETWORK = lkvm_has_network()
-IS_ROOT = os.geteuid() == 0
-CAN_NETNS = (IS_ROOT and shutil.which("ip") is not None
-             and os.path.exists("/dev/net/tun"))
-
-pytestmark = [
-    pytest.mark.skipif(
-        not os.access(LKVM, os.X_OK)
-        or not os.access("/dev/kvm", os.R_OK | os.W_OK),
-        reason="needs ./lkvm (make lkvm) and access to /dev/kvm"),
-    pytest.mark.skipif(not HAS_NETWORK,
-                       reason="lkvm run --help has no --network yet"),
-]
-needs_netns = pytest.mark.skipif(
-    not CAN_NETNS,
-    reason="needs root, ip(8) and /dev/net/tun for a network namespace")
+# Tests that make a network namespace of their own (root, as tests/kit's
+# conftest.py makes sure).
+pytestmark = []
+needs_netns = pytest.mark.netns
 
 
 def ip(*args, ns=None, check=True):
@@ -524,18 +497,15 @@ def test_net_mode_none():
         "long-tapif", "bogus-mode"])
 def test_net_bad_input(request, netarg):
     """Refused before any tap is opened: exit 1, one "lkvm: error:" line.
-    As root it runs in a namespace anyway, so a bug that gets as far as
-    creating a tap does so there."""
+    It runs in a namespace anyway, so a bug that gets as far as creating a
+    tap does so there."""
     args = ["-k", kit("exit.elf"), "-n", netarg]
-    if CAN_NETNS:
-        ns = f"lkvm-test-{os.getpid()}-{next(_ns_counter)}"
-        ip("netns", "add", ns)
-        try:
-            r = lkvm_run(args, ns=ns)
-        finally:
-            ip("netns", "del", ns, check=False)
-    else:
-        r = lkvm_run(args)
+    ns = f"lkvm-test-{os.getpid()}-{next(_ns_counter)}"
+    ip("netns", "add", ns)
+    try:
+        r = lkvm_run(args, ns=ns)
+    finally:
+        ip("netns", "del", ns, check=False)
     assert r.rc == 1, r
     lines = r.err_lines()
     assert len(lines) == 1 and lines[0].startswith("lkvm: error:"), r

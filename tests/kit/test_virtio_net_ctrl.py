@@ -44,7 +44,6 @@ from test_virtio_net import (  # noqa: E402
 import netctrl_helper  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-SANITIZE_LKVM = ROOT / "build" / "sanitize" / "lkvm"
 HELPER = Path(__file__).resolve().parent / "netctrl_helper.py"
 NEEDS_RESET = 0x40
 
@@ -52,14 +51,6 @@ NEEDS_RESET = 0x40
 pytestmark = [*NET_MARKS, needs_netns]
 
 assert netns  # the fixture, used by name below
-
-
-def lkvm_binaries():
-    """lkvm, and its ASan/UBSan build when there is one."""
-    yield pytest.param(LKVM, id="lkvm")
-    yield pytest.param(SANITIZE_LKVM, id="sanitize", marks=pytest.mark.skipif(
-        not os.access(SANITIZE_LKVM, os.X_OK),
-        reason="no build/sanitize/lkvm (make SANITIZE=1)"))
 
 
 class CtrlHelper(Helper):
@@ -142,10 +133,9 @@ FILTER_PHASES = 16
 FILTERED = 41       # frames the 16 phases of case_filter() must filter
 
 
-@pytest.mark.parametrize("lkvm", lkvm_binaries())
 @pytest.mark.parametrize("transport", ["pci", "pci-legacy", "mmio"])
-def test_ctrl_filter(netns, tmp_path, transport, lkvm):
-    r, h = run_netctrl(netns, tmp_path, "filter", transport, lkvm=lkvm)
+def test_ctrl_filter(netns, tmp_path, transport):
+    r, h = run_netctrl(netns, tmp_path, "filter", transport)
     c = counts(r)
     check_clean(r, h, c)
     phases = re.findall(r"^phase \d+ \(", r.out, re.M)
@@ -194,16 +184,15 @@ def test_ctrl_features(netns, tmp_path):
 MQ_TX_FLOWS = [0, 1, 2, 3] * 4      # tx_flows() twice
 
 
-@pytest.mark.parametrize("lkvm", lkvm_binaries())
 @pytest.mark.parametrize("transport", ["pci", "mmio"])
-def test_mq(netns, tmp_path, transport, lkvm):
+def test_mq(netns, tmp_path, transport):
     """Two vCPUs, queues=2 on a multi-queue tap: the guest takes MQ,
     reads max_virtqueue_pairs 2, finds the control queue at 4, sees one
     pair in use until VQ_PAIRS_SET 2, sends on both transmit queues and
     gets flows back on the queue that sent them (the tap's flow table);
     VQ_PAIRS_SET 1 brings everything to receiveq0, 2 spreads it again."""
     r, h = run_netctrl(netns, tmp_path, "mq", transport, cpus=2, queues=2,
-                       tap="multi", lkvm=lkvm, pairs=2)
+                       tap="multi", pairs=2)
     c = counts(r)
     check_clean(r, h, c)
     assert "max_virtqueue_pairs 2, 2 pairs set up, controlq 4" in r.out, r
@@ -301,12 +290,11 @@ def hostile_params():
             yield pytest.param(case, want, id=case)
 
 
-@pytest.mark.parametrize("lkvm", lkvm_binaries())
 @pytest.mark.parametrize("case,expect", hostile_params())
-def test_net_hostile(netns, tmp_path, case, expect, lkvm):
+def test_net_hostile(netns, tmp_path, case, expect):
     """One broken chain (netctrl.c's case h_*), then a reset, a command,
     and traffic both ways."""
-    r, h = run_netctrl(netns, tmp_path, case, lkvm=lkvm)
+    r, h = run_netctrl(netns, tmp_path, case)
     assert f"case {case} " in r.out, r
     assert "recovered: traffic after reset ok" in r.out, r
     assert r.rc == 0 and "PASS: netctrl" in r.out, r

@@ -38,10 +38,6 @@ GUEST_TRANSPORT = {"pci": "pci", "pci-legacy": "legacy"}
 # the BAR device names lkvm's --stats uses
 BAR_DEVICE = {"pci": "virtio-pci", "pci-legacy": "virtio-pci-legacy"}
 
-pytestmark = pytest.mark.skipif(
-    not os.access(LKVM, os.X_OK) or not os.access("/dev/kvm", os.R_OK | os.W_OK),
-    reason="needs ./lkvm (make lkvm) and access to /dev/kvm")
-
 
 def run_pci(transport, *args, stats, ioeventfd=True, cpus=1):
     cmd = [str(LKVM), "run", "--timeout", str(VM_TIMEOUT), "--stats",

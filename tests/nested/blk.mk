@@ -8,6 +8,6 @@
 check-nested-blk:
 	scripts/fetch-kernel.sh generic >/dev/null
 	$(MAKE) --no-print-directory lkvm.static guest/init/init
-	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/nested/test_blk.py
+	$(TIER_RUN) nested-blk tests/nested/test_blk.py
 
 CHECK_TARGETS += check-nested-blk

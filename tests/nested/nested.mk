@@ -14,9 +14,8 @@ check-nested:
 	scripts/fetch-kernel.sh generic cloud >/dev/null
 	$(MAKE) --no-print-directory lkvm.static guest/init/init \
 		tests/nested/xsave-check
-	/usr/bin/python3 -m pytest -q -p no:cacheprovider \
-		tests/nested/test_runner.py tests/nested/test_mkinitramfs.py \
-		tests/nested/test_init.py \
+	$(TIER_RUN) nested tests/nested/test_runner.py \
+		tests/nested/test_mkinitramfs.py tests/nested/test_init.py \
 		tests/nested/test_boot.py
 
 CHECK_TARGETS += check-nested

@@ -36,6 +36,7 @@ import select
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -316,14 +317,19 @@ L1_STUCK = re.compile(rb"soft lockup - CPU#\d+ stuck for \d+s!"
 
 
 def boot_l1(kernel, initrd, timeout, log=None, mem=2048, cpus=2,
-            append="", echo=False, qemu_args=(), silence=None):
+            append="", echo=False, qemu_args=(), silence=None,
+            stuck_grace=0, kallsyms=None):
     """Boot L1 under QEMU TCG with a hard timeout; return an L1Result.
 
     The console is read as it comes (and copied to log, a file path, and to
     stdout if echo) so that a run that hangs still leaves its tail. With
     silence, a console quiet for that many seconds means L1 is frozen (its
     jobs' own timeouts would have printed something): the result is then
-    marked stuck, as it is when L1's kernel says so (L1_STUCK).
+    marked stuck, as it is when L1's kernel says so (L1_STUCK). With
+    stuck_grace, L1 is given that many more seconds after its kernel said
+    so (to tell a freeze from a stall it recovers from: res.stalled_at).
+    kallsyms, a copy of L1's /proc/kallsyms, names where a frozen L1's
+    vCPUs are (see vcpu_report).
     """
     cmd = ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "max",
            "-smp", str(cpus), "-m", str(mem), "-nodefaults", "-nographic",
@@ -331,6 +337,13 @@ def boot_l1(kernel, initrd, timeout, log=None, mem=2048, cpus=2,
            "-initrd", initrd, "-append",
            ("console=ttyS0 quiet panic=-1 rdinit=/init " + append).strip()]
     cmd += list(qemu_args)
+    monitor = None
+    if log:
+        # For a post-mortem of a frozen L1: where its vCPUs are.
+        monitor = log + ".monitor"
+        if os.path.exists(monitor):
+            os.unlink(monitor)
+        cmd += ["-monitor", "unix:%s,server=on,wait=off" % monitor]
     start = time.monotonic()
     chunks = []
     logf = open(log, "wb") if log else None
@@ -338,6 +351,7 @@ def boot_l1(kernel, initrd, timeout, log=None, mem=2048, cpus=2,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     timed_out = stuck = False
     last_output = start
+    stalled_at = None
     try:
         os.set_blocking(proc.stdout.fileno(), False)
         while True:
@@ -347,6 +361,9 @@ def boot_l1(kernel, initrd, timeout, log=None, mem=2048, cpus=2,
                 timed_out = True
                 break
             if silence and now - last_output > silence:
+                stuck = True
+                break
+            if stalled_at is not None and now - stalled_at > stuck_grace:
                 stuck = True
                 break
             # A short poll keeps the deadline exact without a reader thread.
@@ -369,10 +386,14 @@ def boot_l1(kernel, initrd, timeout, log=None, mem=2048, cpus=2,
                 sys.stdout.buffer.write(data)
                 sys.stdout.flush()
             # The last chunks only: a line may straddle two reads.
-            if L1_STUCK.search(b"".join(chunks[-3:])):
-                stuck = True
-                break
+            if stalled_at is None and L1_STUCK.search(b"".join(chunks[-3:])):
+                stalled_at = time.monotonic()
+                if not stuck_grace:
+                    stuck = True
+                    break
     finally:
+        if (stuck or timed_out) and monitor and proc.poll() is None:
+            vcpu_report(monitor, log + ".vcpus", kallsyms)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -382,7 +403,77 @@ def boot_l1(kernel, initrd, timeout, log=None, mem=2048, cpus=2,
     res = L1Result(text, None if timed_out else proc.returncode,
                    time.monotonic() - start, timed_out)
     res.stuck = stuck
+    res.stalled_at = None if stalled_at is None else stalled_at - start
     return res
+
+
+def hmp(sock_path, command, timeout=10):
+    """One command on QEMU's human monitor; its output."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    out = b""
+    try:
+        s.connect(sock_path)
+        s.sendall(command.encode() + b"\n")
+        deadline = time.monotonic() + timeout
+        # The reply ends at the next prompt after the echoed command.
+        while out.count(b"(qemu)") < 2 and time.monotonic() < deadline:
+            data = s.recv(65536)
+            if not data:
+                break
+            out += data
+    except OSError as e:
+        out += ("\n[monitor: %s]" % e).encode()
+    finally:
+        s.close()
+    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]|\r", "",
+                  out.decode("utf-8", "replace"))
+
+
+VCPU_REGS = re.compile(r"RIP=([0-9a-f]+) RFL=([0-9a-f]+).*?CPL=(\d)"
+                       r".*?HLT=(\d)", re.S)
+
+
+def symbolize(rip, kallsyms):
+    """'function+0xoff' for a kernel address, from a /proc/kallsyms copy."""
+    best = None
+    try:
+        with open(kallsyms) as f:
+            for line in f:
+                addr, _, name = line.split()[:3]
+                a = int(addr, 16)
+                if a <= rip and (best is None or a > best[0]):
+                    best = (a, name)
+    except (OSError, ValueError):
+        return ""
+    return " %s+%#x" % (best[1], rip - best[0]) if best else ""
+
+
+def vcpu_report(monitor, out_path, kallsyms=None):
+    """Where L1's vCPUs are, twice a second apart, into out_path; one line
+    on stderr: per vCPU its RIP, privilege level and whether it moved.
+    CPL 0 at a low address is an L2 guest kit's code, CPL 0 high up a Linux
+    kernel's (L1's, or a nested Linux guest's), CPL 3 user space."""
+    first = hmp(monitor, "info registers -a")
+    time.sleep(1)
+    second = hmp(monitor, "info registers -a")
+    with open(out_path, "w") as f:
+        f.write("== info registers -a\n%s\n== 1 s later\n%s\n" % (
+            first, second))
+        f.write("== info cpus\n%s\n" % hmp(monitor, "info cpus"))
+    a, b = VCPU_REGS.findall(first), VCPU_REGS.findall(second)
+    where = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        rip = int(y[0], 16)
+        kind = ("user" if y[2] == "3" else
+                "kernel" if rip >= 0xffff800000000000 else "low CPL0")
+        sym = symbolize(rip, kallsyms) if kallsyms and kind == "kernel" \
+            else ""
+        where.append("vCPU%d %s RIP=%#x%s%s%s" % (
+            i, kind, rip, sym, " halted" if y[3] == "1" else "",
+            "" if x[0] != y[0] else " (not moving)"))
+    sys.stderr.write("nested: frozen L1's vCPUs: %s (%s)\n" % (
+        "; ".join(where) or "no registers", out_path))
 
 
 # An L2 guest whose lkvm reported a triple fault while its kernel printed
@@ -401,9 +492,13 @@ def l2_lost_silently(job):
     return L2_TRIPLE_FAULT in text and not L2_KERNEL_SPOKE.search(text)
 
 
-def _boot_until_it_lives(kernel, initrd, timeout, log, echo, silence):
+def boot_l1_retrying(kernel, initrd, timeout, log, echo, silence,
+                     **boot_args):
+    """boot_l1(), and once more if L1 died, froze or said it was stuck:
+    the result of the second boot then has first_attempt (what happened
+    to the first) and first_elapsed."""
     res = boot_l1(kernel, initrd, timeout, log=log, echo=echo,
-                  silence=silence)
+                  silence=silence, **boot_args)
     if res.stuck or (not res.completed and not res.timed_out):
         # L1 itself died before it said it was done (a triple fault under
         # TCG's nested SVM), its kernel reported itself stuck (L1_STUCK)
@@ -414,9 +509,11 @@ def _boot_until_it_lives(kernel, initrd, timeout, log, echo, silence):
         os.replace(log, log + ".died")
         sys.stderr.write("nested: L1 died, booting it once more: %s\n"
                          % died.split("; last console")[0])
+        first = res.elapsed
         res = boot_l1(kernel, initrd, timeout, log=log, echo=echo,
-                      silence=silence)
+                      silence=silence, **boot_args)
         res.first_attempt = died
+        res.first_elapsed = first
     return res
 
 
@@ -446,7 +543,7 @@ def run_l1(jobs, files, l1_kernel=None, workdir=None, lkvm=LKVM_STATIC,
     log = os.path.join(workdir, "console.log")
     # Every job prints when it starts and when it ends or is killed.
     silence = max(j.timeout for j in jobs) + 60 if jobs else None
-    res = _boot_until_it_lives(kernel, l1, timeout, log, echo, silence)
+    res = boot_l1_retrying(kernel, l1, timeout, log, echo, silence)
     lost = [j for j in jobs
             if j.name in res.jobs and l2_lost_silently(res.jobs[j.name])]
     if not (rerun_lost and lost and res.completed):

@@ -14,6 +14,6 @@ check-nested-net:
 	scripts/fetch-kernel.sh generic >/dev/null
 	$(MAKE) --no-print-directory lkvm.static guest/init/init \
 		tests/nested/net-blast
-	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/nested/test_net.py
+	$(TIER_RUN) nested-net tests/nested/test_net.py
 
 CHECK_TARGETS += check-nested-net

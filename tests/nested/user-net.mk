@@ -5,6 +5,6 @@
 check-nested-user-net:
 	scripts/fetch-kernel.sh generic >/dev/null
 	$(MAKE) --no-print-directory lkvm guest/init/init
-	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/nested/test_user_net.py
+	$(TIER_RUN) nested-user-net tests/nested/test_user_net.py
 
 CHECK_TARGETS += check-nested-user-net
