@@ -120,8 +120,9 @@ static int build_vm(struct vm *vm, struct vm_inputs *in)
 	unsigned int n;
 
 	n = arch_ram_layout(vm->cfg->mem_mib * MiB, ranges);
-	if (vm_setup_ram(vm, (const uint64_t (*)[2])ranges, n) ||
-	    arch_vm_init(vm) || irq_init(vm) || arch_devices_init(vm) ||
+	if (arch_vm_init(vm) ||
+	    vm_setup_ram(vm, (const uint64_t (*)[2])ranges, n) ||
+	    irq_init(vm) || arch_devices_init(vm) ||
 	    devices_create(vm, in) || arch_load_guest(vm, in->guest) ||
 	    vcpus_create(vm))
 		return -1;

@@ -68,6 +68,26 @@ static int x86_create_irqchip(struct vm *vm)
 	return 0;
 }
 
+/*
+ * RAM above 4 GiB must stay inside the physical addresses the vCPUs have:
+ * KVM refuses the memory slot otherwise, with nothing but EINVAL.
+ */
+static int x86_check_ram_end(const struct arch_vm *arch, uint64_t mem_mib)
+{
+	unsigned int bits = x86_phys_addr_bits(arch->cpuid);
+	uint64_t end = arch->ram_above_4g ? X86_4G + arch->ram_above_4g :
+					    arch->ram_below_4g;
+	uint64_t room;
+
+	if (bits >= 64 || end <= (1ULL << bits))
+		return 0;
+	room = ((1ULL << bits) - (X86_4G - X86_MMIO_HOLE_START)) / MiB;
+	pr_err("-m %llu: guest RAM would end at %llu GiB, beyond the %u-bit physical addresses of this KVM's vCPUs; at most -m %llu",
+	       (unsigned long long)mem_mib, (unsigned long long)(end / GiB),
+	       bits, (unsigned long long)room);
+	return -1;
+}
+
 int arch_vm_init(struct vm *vm)
 {
 	struct arch_vm *arch = vm_zalloc(vm, sizeof(*arch));
@@ -79,7 +99,7 @@ int arch_vm_init(struct vm *vm)
 	arch->ram_below_4g = MIN(ram, X86_MMIO_HOLE_START);
 	arch->ram_above_4g = ram - arch->ram_below_4g;
 	arch->cpuid = x86_get_supported_cpuid(vm->kvm_fd);
-	if (!arch->cpuid)
+	if (!arch->cpuid || x86_check_ram_end(arch, vm->cfg->mem_mib))
 		return -1;
 	return x86_create_irqchip(vm);
 }

@@ -235,7 +235,7 @@ static int vcpu_set_cpuid(struct vcpu *vcpu)
 	return 0;
 }
 
-static unsigned int phys_addr_bits(const struct kvm_cpuid2 *cpuid)
+unsigned int x86_phys_addr_bits(const struct kvm_cpuid2 *cpuid)
 {
 	struct kvm_cpuid_entry2 *e;
 
@@ -250,7 +250,7 @@ static unsigned int phys_addr_bits(const struct kvm_cpuid2 *cpuid)
  */
 static int vcpu_set_msrs(struct vcpu *vcpu)
 {
-	uint64_t phys_mask = (1ULL << phys_addr_bits(vcpu->vm->arch->cpuid)) - 1;
+	uint64_t phys_mask = (1ULL << x86_phys_addr_bits(vcpu->vm->arch->cpuid)) - 1;
 	struct {
 		struct kvm_msrs hdr;
 		struct kvm_msr_entry entries[4];

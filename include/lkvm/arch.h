@@ -7,7 +7,9 @@
  *   arch_guest_open()   read and check the kernel/firmware/initrd the user
  *                       gave, before /dev/kvm is opened
  *   arch_ram_layout()   where RAM goes in the guest-physical space
- *   arch_vm_init()      irqchip, timers, arch VM state (after the VM fd)
+ *   arch_vm_init()      irqchip, timers, arch VM state (after the VM fd,
+ *                       before guest RAM: it may refuse a layout its vCPUs
+ *                       cannot address)
  *   arch_devices_init() board devices (UART, RTC, power, ...)
  *   arch_load_guest()   copy the guest in, build the firmware tables
  *   arch_vcpu_init()    per vCPU: CPUID, MSRs/system registers, entry state

@@ -9,6 +9,7 @@ the guests are tiny and every run is bounded twice: by lkvm's --timeout and
 by the subprocess timeout here.
 """
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -33,6 +34,9 @@ class Run:
     def __str__(self):
         return (f"exit {self.rc} after {self.elapsed:.2f}s\n"
                 f"--- stdout ---\n{self.out}--- stderr ---\n{self.err}")
+
+    # pytest shows the repr of an assertion's operands: the whole run.
+    __repr__ = __str__
 
 
 def lkvm_run(*args, timeout=VM_TIMEOUT):
@@ -76,6 +80,21 @@ def test_cmdline_reaches_guest():
     r = lkvm_run("-k", kit("exit.elf"), "-p", "status=3 marker=kit-xyz")
     assert r.rc == 3, r
     assert "marker=kit-xyz" in r.out, r
+
+
+def test_absurd_but_valid_mem():
+    """1 TiB of guest RAM is mapped lazily: the guest boots, or lkvm says in
+    one line that the vCPUs cannot address it and how much they can, and
+    that much boots."""
+    r = lkvm_run("-k", kit("exit.elf"), "-m", str(1024 * 1024))
+    if r.rc == 0:
+        return
+    errors = [l for l in r.err.splitlines() if l.startswith("lkvm: error:")]
+    assert r.rc == 1 and len(errors) == 1, r
+    m = re.search(r"physical addresses .*; at most -m (\d+)$", errors[0])
+    assert m, r
+    r = lkvm_run("-k", kit("exit.elf"), "-m", m.group(1))
+    assert r.rc == 0, r
 
 
 def test_hang_timeout():
