@@ -46,9 +46,7 @@ done
 if [ -z "${LKVM_BIN:-}" ] && [ ! -x "$lkvm" ]; then
 	make -C "$top" --no-print-directory lkvm.static >&2
 fi
-if [ ! -x "$top/guest/init/init" ]; then
-	make -C "$top" --no-print-directory guest/init/init >&2
-fi
+make -C "$top" --no-print-directory -s guest/init/init guest/l1/kvm-hold >&2
 # Sets generic_vmlinux and generic_modules (L1 runs the generic kernel,
 # uncompressed through QEMU's PVH entry: no XZ decompression under TCG).
 generic_vmlinux='' generic_modules=''
@@ -85,6 +83,8 @@ if [ ! -c /dev/kvm ]; then
 	echo "run-nested: L1 has no /dev/kvm (kvm_amd did not load)"
 	exit 1
 fi
+# An idle VM that keeps L1's kernel text unpatched (guest/l1/kvm-hold.c).
+kvm-hold </dev/null &
 echo "run-nested: L1 up in \$(cut -d' ' -f1 /proc/uptime) s; lkvm run $args"
 LKVM_DEFAULT_GUEST=/guest lkvm run $args
 EOF
@@ -94,6 +94,7 @@ EOF
 	--modules-dir "$generic_modules" --modules kvm_amd \
 	--run "$tmp/l1-run" \
 	--add "$lkvm:/bin/lkvm" \
+	--add "$top/guest/l1/kvm-hold:/bin/kvm-hold" \
 	--add "$guest/kernel:/guest/kernel" \
 	--add "$guest/initrd:/guest/initrd" \
 	--add "$guest/cmdline:/guest/cmdline"
