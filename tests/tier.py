@@ -147,17 +147,19 @@ CMOCKA_LINE = re.compile(r"^\[ *(OK|FAILED|SKIPPED|ERROR) *\] (\S+)\s*$")
 
 
 def read_cmocka(text, out):
-    """Add a cmocka binary's per-test result lines to out."""
+    """Add a cmocka binary's per-test results to out (a failed test is
+    listed twice by cmocka: once as it runs, once in the summary)."""
+    results = {}
     for line in text.splitlines():
         m = CMOCKA_LINE.match(line)
-        if not m or "test(s)" in line:
-            continue
-        kind = m.group(1)
+        if m and "test(s)" not in line:
+            results.setdefault(m.group(2), m.group(1))
+    for name, kind in results.items():
         if kind == "OK":
             out.passed += 1
         elif kind == "SKIPPED":
             out.skipped += 1
-            out.skip_reasons.append("cmocka skip in " + m.group(2))
+            out.skip_reasons.append("cmocka skip in " + name)
         else:
             out.failed += 1
 
