@@ -38,6 +38,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -195,7 +196,14 @@ def run_pytest_nested(args, junit, env, out):
     import l1shell  # noqa: E402  (only the nested path needs QEMU)
     # One line per test: the console shows L1 is alive, and where it froze.
     verbose = [a if a != "-q" else "-v" for a in PYTEST]
-    res = l1shell.run(verbose + ["--junitxml=" + junit] + args, cwd=TOP,
+    # L1 sees the host's files read-only but the work tree: the report is
+    # written there and moved where it was asked for.
+    staged = os.path.join(TOP, "build", "tiers", "l1-" +
+                          os.path.basename(junit))
+    os.makedirs(os.path.dirname(staged), exist_ok=True)
+    if os.path.exists(staged):
+        os.unlink(staged)
+    res = l1shell.run(verbose + ["--junitxml=" + staged] + args, cwd=TOP,
                       env={k: env[k] for k in ("LKVM", "ASAN_OPTIONS",
                                                "UBSAN_OPTIONS")
                            if k in env},
@@ -207,6 +215,8 @@ def run_pytest_nested(args, junit, env, out):
               flush=True)
     if res.status is None:
         out.problems.append("L1 did not finish: %s" % res.why)
+    elif os.path.exists(staged):
+        shutil.move(staged, junit)
     return res.status
 
 
