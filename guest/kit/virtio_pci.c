@@ -593,3 +593,16 @@ unsigned int vio_irq_accept(void)
 		asm volatile("sti; hlt; cli" ::: "memory");
 	return vio_irqs_taken - before;
 }
+
+bool vio_irq_accept_one(void)
+{
+	unsigned long before = vio_irqs_taken;
+
+	if (!idt_loaded)
+		idt_load();
+	if (!irr_any())
+		return false;
+	/* sti's one-instruction shadow ends at hlt: one interrupt, then cli */
+	asm volatile("sti; hlt; cli" ::: "memory");
+	return vio_irqs_taken != before;
+}

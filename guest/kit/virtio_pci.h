@@ -12,9 +12,10 @@
  *
  * Interrupts are seen as elsewhere in the kit: with IF=0 a delivered
  * vector waits in the LAPIC IRR. MSI goes straight to the LAPIC, INTx
- * through the IOAPIC pin the function's Interrupt Line names. A level
- * INTx stays asserted until an EOI, so vio_irq_accept() briefly opens
- * interrupts to take the pending vector and EOI it.
+ * through the IOAPIC pin the function's Interrupt Line names. INTx is
+ * level-triggered: the vector stays in service (Remote IRR) until an EOI,
+ * and a line still up at the EOI fires again, so vio_irq_accept() briefly
+ * opens interrupts to take what is pending and EOI it.
  */
 #ifndef KIT_VIRTIO_PCI_H
 #define KIT_VIRTIO_PCI_H
@@ -81,10 +82,11 @@ bool vio_intx_remote_irr(const struct vio_dev *d);
 
 /*
  * Opens interrupts for a moment so the CPU takes what waits in the IRR;
- * the handler EOIs each one (for a level INTx, KVM then drops the line
- * and asks the device whether it is still pending). Returns how many
- * were taken.
+ * the handler EOIs each one. Returns how many were taken (a level line
+ * the device still holds up fires again at each EOI: at most 256).
  */
 unsigned int vio_irq_accept(void);
+/* Takes exactly one pending interrupt (false if none was pending). */
+bool vio_irq_accept_one(void);
 
 #endif

@@ -127,7 +127,7 @@ def test_blk_pci_rw(tmp_path, transport, ioeventfd, mode):
     if transport == "pci":
         assert "MSI-X entry 1 of 2, mask, PBA, function mask ok" in r.out, r
     else:
-        assert "level, ISR acknowledge, EOI resample ok" in r.out, r
+        assert "level, ISR acknowledge, EOI re-fire ok" in r.out, r
         # the _PRT swizzle: slot 1, INTA -> GSI 16 + (1 + 0) % 4
         assert "virtio-pci legacy 00:01.0" in r.out and "GSI 17" in r.out, r
     check_image(img, seed)
@@ -147,7 +147,7 @@ def test_blk_pci_modern_intx(tmp_path):
     r = run_pci("pci", *guest_args("pci", img, seed, msix=0),
                 stats=tmp_path / "stats.json")
     assert r.rc == 0 and "PASS: blk" in r.out, r
-    assert "interrupts: INTx GSI 17 level, ISR acknowledge, EOI resample ok" \
+    assert "interrupts: INTx GSI 17 level, ISR acknowledge, EOI re-fire ok" \
         in r.out, r
     check_image(img, seed)
     check_pci_stats(r, "pci", True, 0x0f)
