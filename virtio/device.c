@@ -88,8 +88,13 @@ static void virtio_queue_stop(struct virtio_device *vdev,
 		return;
 	q->live = false;
 	if (vdev->use_ioeventfd) {
+		uint64_t count;
+
 		iothread_del(q->iothread, &q->kick);
 		vdev->transport->kick_detach(vdev, q);
+		/* Kicks KVM signalled that the loop had not read yet. */
+		if (read(q->kick_fd, &count, sizeof(count)) == sizeof(count))
+			q->kicks_eventfd += count;
 	}
 	close(q->kick_fd);
 	q->kick_fd = -1;

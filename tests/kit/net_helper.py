@@ -94,14 +94,17 @@ def wait_tap_or_fail(name, deadline, out):
     return False
 
 
-def tap_socket(name):
+def tap_socket(name, ready_file=None):
     """An AF_PACKET socket bound to the tap, for every ethertype; says
-    "ready"."""
+    "ready", and creates ready_file if given (lkvm's script= waits for it
+    when lkvm made the tap: the guest must not send before we listen)."""
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
                       socket.htons(ETH_P_ALL))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
     s.bind((name, ETH_P_ALL))
     print("ready", flush=True)
+    if ready_file:
+        open(ready_file, "w").close()
     return s
 
 

@@ -88,6 +88,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--wait-tap", action="store_true",
                     help="lkvm creates the tap: wait for it, set it up")
+    ap.add_argument("--ready-file",
+                    help="created once the socket is bound")
     args = ap.parse_args()
     deadline = time.monotonic() + args.timeout
     out = {"frames": [], "requests": [], "injected": 0, "errors": [],
@@ -95,7 +97,7 @@ def main():
 
     if args.wait_tap and not wait_tap_or_fail(args.ifname, deadline, out):
         return 1
-    s = tap_socket(args.ifname)
+    s = tap_socket(args.ifname, args.ready_file)
 
     for data in frames_in(s, deadline, out):
         etype = struct.unpack("!H", data[12:14])[0] if len(data) >= 14 else 0

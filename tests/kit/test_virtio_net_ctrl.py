@@ -56,8 +56,22 @@ assert netns  # the fixture, used by name below
 class CtrlHelper(Helper):
     """netctrl_helper.py in the namespace, bound to the tap before lkvm."""
 
-    def __init__(self, ns, wait_tap=False):
-        self.start(HELPER, ns, [], wait_tap)
+    def __init__(self, ns, wait_tap=False, ready_file=None):
+        self.start(HELPER, ns,
+                   ["--ready-file", str(ready_file)] if ready_file else [],
+                   wait_tap)
+
+
+# lkvm runs it once the tap it made exists, before the guest starts: the
+# guest's first frame must find the helper listening.
+WAIT_FOR_HELPER = """#!/bin/sh
+i=0
+while [ ! -e "{ready}" ]; do
+	i=$((i + 1))
+	[ $i -le 400 ] || {{ echo "the helper never bound to $1" >&2; exit 1; }}
+	sleep 0.05
+done
+"""
 
 
 def run_netctrl(ns, tmp_path, case, transport="pci", cpus=1, queues=1,
@@ -70,10 +84,16 @@ def run_netctrl(ns, tmp_path, case, transport="pci", cpus=1, queues=1,
         ip("tuntap", "add", "dev", TAP, "mode", "tap", "multi_queue",
            "vnet_hdr", ns=ns)
         ip("link", "set", TAP, "up", ns=ns)
-    h = CtrlHelper(ns, wait_tap=tap == "lkvm")
+    ready = tmp_path / "helper-ready" if tap == "lkvm" else None
+    h = CtrlHelper(ns, wait_tap=tap == "lkvm", ready_file=ready)
     try:
         h.wait_line("waiting" if tap == "lkvm" else "ready")
         netarg = f"mode=tap,tapif={TAP},guest_mac={MAC}"
+        if ready:
+            script = tmp_path / "wait-for-helper"
+            script.write_text(WAIT_FOR_HELPER.format(ready=ready))
+            script.chmod(0o755)
+            netarg += f",script={script}"
         if queues > 1:
             netarg += f",queues={queues}"
         params = {"case": case, "transport": GUEST_TRANSPORT[transport],
