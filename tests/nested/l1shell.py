@@ -51,14 +51,17 @@ L1_INIT = r"""#!/bin/sh
 """ + nested.L1_PRELUDE + r"""opts=trans=virtio,version=9p2000.L,msize=262144
 R=/host
 mkdir -p $R
+# The host's root, L1's own /tmp, /run and /dev in it, and the work tree
+# last: it may live under /tmp or /run.
 mount -t 9p -o $opts,ro,cache=loose hostroot $R &&
-mount -t 9p -o $opts work "$R$(cat /etc/lkvm/work)" &&
 mount -t proc proc $R/proc && mount -t sysfs sysfs $R/sys &&
 mount -t devtmpfs devtmpfs $R/dev && mkdir -p $R/dev/pts $R/dev/shm &&
 mount -t devpts devpts $R/dev/pts && mount -t tmpfs tmpfs $R/dev/shm &&
 mount -t ext4 /dev/vda $R/tmp && chmod 1777 $R/tmp &&
-mount -t tmpfs tmpfs $R/run &&
-mount -t tmpfs tmpfs $R/var/tmp && cp /etc/lkvm/cmd $R/run/lkvm-cmd &&
+mount -t tmpfs tmpfs $R/run && mount -t tmpfs tmpfs $R/var/tmp &&
+cp /etc/lkvm/cmd $R/run/lkvm-cmd &&
+work="$R$(cat /etc/lkvm/work)" && mkdir -p "$work" &&
+mount -t 9p -o $opts work "$work" &&
 mounted=1 || echo "@@L1 mount_failed=1"
 # For naming where a frozen L1 is (nokaslr: the same on every boot).
 syms="$R$(cat /etc/lkvm/kallsyms)"
