@@ -172,13 +172,15 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 	code = vm.exit_code;
 	*reboot = code == EXIT_GUEST_REBOOT && !vm.exit_chosen_by_guest;
 	report_exit(&vm);
+	if (code == EXIT_TIMEOUT)
+		vcpus_report(&vm);
 	devices_report_unused(&vm);
 	if (cfg->stats_path &&
 	    stats_write(&vm, cfg->stats_path, now_ms() - start) &&
 	    code == EXIT_POWEROFF)
 		code = EXIT_VMM_ERROR;
 out:
-	vcpus_stop(&vm);
+	vcpus_destroy(&vm);
 	devices_stop(&vm);
 	irq_exit(&vm);
 	arch_vm_exit(&vm);

@@ -240,6 +240,10 @@ int vcpus_start(struct vm *vm)
 	return ret;
 }
 
+/*
+ * Every vCPU is out of KVM_RUN before any kvm_run mapping goes: each vCPU
+ * drains the coalesced-MMIO ring that lives in vCPU 0's mapping.
+ */
 void vcpus_stop(struct vm *vm)
 {
 	unsigned int i;
@@ -262,6 +266,62 @@ void vcpus_stop(struct vm *vm)
 		if (vcpu->started)
 			pthread_join(vcpu->thread, NULL);
 		vcpu->started = false;
+	}
+}
+
+static const char *mp_state_name(uint32_t state)
+{
+	static const char *const names[] = {
+		[KVM_MP_STATE_RUNNABLE] = "runnable",
+		[KVM_MP_STATE_UNINITIALIZED] = "uninitialized",
+		[KVM_MP_STATE_INIT_RECEIVED] = "INIT received",
+		[KVM_MP_STATE_HALTED] = "halted",
+		[KVM_MP_STATE_SIPI_RECEIVED] = "SIPI received",
+		[KVM_MP_STATE_STOPPED] = "stopped",
+	};
+
+	if (state < sizeof(names) / sizeof(names[0]) && names[state])
+		return names[state];
+	return "unknown";
+}
+
+/*
+ * Where each stopped vCPU was: a guest that hangs (a timeout) is told
+ * apart from one that is slow, and an AP that never came up from a BSP
+ * that spins. One line per vCPU, once per VM.
+ */
+void vcpus_report(struct vm *vm)
+{
+	struct kvm_mp_state mp;
+	unsigned int i;
+
+	if (!vm->vcpus)
+		return;
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *vcpu = &vm->vcpus[i];
+		char where[96] = "registers unreadable";
+
+		if (vcpu->fd < 0 || vcpu->started)
+			continue;
+		if (ioctl(vcpu->fd, KVM_GET_MP_STATE, &mp) < 0)
+			mp.mp_state = ~0u;
+		arch_vcpu_where(vcpu, where, sizeof(where));
+		pr_warn("vcpu%u: %s, %s, %llu exits to lkvm", i, where,
+			mp_state_name(mp.mp_state),
+			(unsigned long long)vcpu->stats.exits);
+	}
+}
+
+void vcpus_destroy(struct vm *vm)
+{
+	unsigned int i;
+
+	if (!vm->vcpus)
+		return;
+	vcpus_stop(vm);
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *vcpu = &vm->vcpus[i];
+
 		if (vcpu->run)
 			munmap(vcpu->run, vm->vcpu_mmap_size);
 		vcpu->run = NULL;

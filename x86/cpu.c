@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <linux/kvm.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 
@@ -49,6 +50,7 @@
 #define X86_CR4_PAE		(1u << 5)
 #define EFER_LME		(1u << 8)
 #define EFER_LMA		(1u << 10)
+#define X86_EFLAGS_IF		(1u << 9)
 
 /* GDT the VMM builds for the boot CPU; selectors are index * 8. */
 #define GDT_CODE64		2
@@ -464,4 +466,29 @@ int arch_vcpu_init(struct vcpu *vcpu)
 	if (vcpu->id != 0 || vcpu->vm->arch->mode == X86_BOOT_FIRMWARE)
 		return 0;
 	return vcpu_set_entry_state(vcpu);
+}
+
+static const char *x86_cpu_mode(const struct kvm_sregs *sregs)
+{
+	if (!(sregs->cr0 & X86_CR0_PE))
+		return "real mode";
+	if (sregs->efer & EFER_LMA)
+		return sregs->cs.l ? "64-bit" : "compatibility mode";
+	return "32-bit";
+}
+
+void arch_vcpu_where(struct vcpu *vcpu, char *buf, size_t size)
+{
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+
+	if (ioctl(vcpu->fd, KVM_GET_REGS, &regs) < 0 ||
+	    ioctl(vcpu->fd, KVM_GET_SREGS, &sregs) < 0) {
+		snprintf(buf, size, "registers unreadable: %s", strerror(errno));
+		return;
+	}
+	snprintf(buf, size, "rip %#llx (%s, cs %#x), rsp %#llx, interrupts %s",
+		 (unsigned long long)regs.rip, x86_cpu_mode(&sregs),
+		 sregs.cs.selector, (unsigned long long)regs.rsp,
+		 regs.rflags & X86_EFLAGS_IF ? "on" : "off");
 }

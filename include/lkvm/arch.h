@@ -19,6 +19,7 @@
 #ifndef LKVM_ARCH_H
 #define LKVM_ARCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct vm;
@@ -39,6 +40,8 @@ struct arch_guest *arch_guest_open(const struct vm_config *cfg);
 void arch_guest_close(struct arch_guest *guest);
 int arch_load_guest(struct vm *vm, const struct arch_guest *guest);
 int arch_vcpu_init(struct vcpu *vcpu);
+/* A stopped vCPU's whereabouts for a person: instruction pointer and mode. */
+void arch_vcpu_where(struct vcpu *vcpu, char *buf, size_t size);
 void arch_vm_exit(struct vm *vm);
 
 /*

@@ -205,7 +205,11 @@ void vm_destroy(struct vm *vm);
 
 int vcpus_create(struct vm *vm);
 int vcpus_start(struct vm *vm);
+/* vcpus_stop() ends the vCPU threads; vcpus_destroy() also frees the vCPUs. */
 void vcpus_stop(struct vm *vm);
+/* After vcpus_stop(): one line per vCPU, where it was and in what state. */
+void vcpus_report(struct vm *vm);
+void vcpus_destroy(struct vm *vm);
 
 /*
  * The whole `lkvm run`: returns the exit status; *reboot tells whether the

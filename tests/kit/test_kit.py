@@ -97,11 +97,36 @@ def test_absurd_but_valid_mem():
     assert r.rc == 0, r
 
 
+def symbol_at(elf, addr):
+    """The name of the function of elf that holds addr (nm -n order)."""
+    out = subprocess.run(["nm", "-n", str(elf)], check=True,
+                         stdout=subprocess.PIPE, text=True).stdout
+    name = None
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[1] in "tT":
+            if int(f[0], 16) > addr:
+                break
+            name = f[2]
+    return name
+
+
 def test_hang_timeout():
-    r = lkvm_run("-k", kit("hang.elf"), timeout=1)
+    r = lkvm_run("-k", kit("hang.elf"), "-c", 2, timeout=1)
     assert r.rc == 124, r
     assert "hanging" in r.out, r
     assert 0.8 <= r.elapsed < 5, r
+    # where each vCPU was when --timeout stopped it: the BSP halted in
+    # the test body, the AP never started
+    err = "\n".join(r.err.splitlines())   # lkvm ends its lines with \r\n
+    m = re.search(r"^lkvm: warning: vcpu0: rip (0x[0-9a-f]+) \(64-bit, "
+                  r"cs 0x[0-9a-f]+\), rsp 0x[0-9a-f]+, interrupts off, "
+                  r"halted, \d+ exits to lkvm$", err, re.M)
+    assert m, r
+    assert symbol_at(kit("hang.elf"), int(m.group(1), 16)) == "kit_test", r
+    assert re.search(r"^lkvm: warning: vcpu1: rip 0xfff0 \(real mode, "
+                     r"cs 0xf000\), .* uninitialized, 0 exits to lkvm$",
+                     err, re.M), r
 
 
 def test_poweroff():
