@@ -11,6 +11,8 @@ def pytest_terminal_summary(terminalreporter):
     for mod in ("test_boot", "test_init", "test_user_net", "test_net"):
         m = sys.modules.get(mod)
         lines += getattr(m, "TIMINGS", [])
+    nested = sys.modules.get("nested")
+    lines += ["nested: rerun: " + r for r in getattr(nested, "RERUNS", [])]
     if lines:
         terminalreporter.section("nested timings")
         for line in lines:

@@ -487,20 +487,46 @@ def vcpu_report(monitor, out_path, kallsyms=None):
         "; ".join(where) or "no registers", out_path))
 
 
-# An L2 guest whose lkvm reported a triple fault while its kernel printed
-# no panic or oops first. A Linux kernel that faults while handling a
-# fault says so (double fault, panic) before it can triple-fault; one that
-# stops without a word was taken down by the machine under it: seen in
-# L2s running iperf3 with TCG's nested SVM under L1's KVM, in the same
-# load that once oopsed L1's own kernel in lkvm's vCPU thread.
+# An L2 guest whose lkvm reported a triple fault, or that lkvm's --timeout
+# stopped, while its kernel printed no panic or oops first. A Linux kernel
+# that faults while handling a fault says so (double fault, panic) before
+# it can triple-fault; one that stops without a word was taken down by the
+# machine under it: seen in L2s running iperf3 with TCG's nested SVM under
+# L1's KVM, in the same load that once oopsed L1's own kernel in lkvm's
+# vCPU thread. A 2-vCPU L2 that stopped making progress early in its boot
+# (its last word at 5 s, then 80 s of nothing) was seen once in 40 boots.
 L2_TRIPLE_FAULT = "lkvm: warning: guest triple fault"
+L2_TIMEOUT = "lkvm: warning: timeout: stopped"
 L2_KERNEL_SPOKE = re.compile(r"Kernel panic|Oops|BUG:|double fault"
                              r"|general protection|Call Trace")
+
+# Every L2 run once more (a list of one-line notes), for the summary.
+RERUNS = []
 
 
 def l2_lost_silently(job):
     text = "\n".join(job.console)
-    return L2_TRIPLE_FAULT in text and not L2_KERNEL_SPOKE.search(text)
+    return ((L2_TRIPLE_FAULT in text or L2_TIMEOUT in text) and
+            not L2_KERNEL_SPOKE.search(text))
+
+
+# lkvm's line per vCPU when --timeout stopped the guest (core/vcpu.c).
+L2_VCPU = re.compile(r"lkvm: warning: (vcpu\d+): rip (0x[0-9a-f]+) \((.*?)\)"
+                     r".*?, (\w[\w ]*), (\d+) exits to lkvm")
+
+
+def l2_vcpus(job, system_map=None):
+    """'vcpu0 rip=0x... function+0xoff (64-bit) halted; ...' from lkvm's
+    vCPU lines in an L2 console; names from the guest kernel's System.map
+    when it was booted with nokaslr."""
+    out = []
+    for m in L2_VCPU.finditer("\n".join(job.console)):
+        rip = int(m.group(2), 16)
+        sym = symbolize(rip, system_map) if system_map else ""
+        out.append("%s rip=%#x%s (%s) %s" % (m.group(1), rip, sym,
+                                             m.group(3).split(",")[0],
+                                             m.group(4)))
+    return "; ".join(out)
 
 
 def boot_l1_retrying(kernel, initrd, timeout, log, echo, silence,
@@ -536,8 +562,10 @@ def run_l1(jobs, files, l1_kernel=None, workdir=None, lkvm=LKVM_STATIC,
     l1_args are more mkinitramfs arguments for the L1 image.
     The timeout defaults to L1's own start-up plus every job's bound.
     An L1 that dies is booted once more; jobs whose L2 was lost silently
-    (l2_lost_silently) run once more in a fresh L1, and only their second
-    result counts: a fault of lkvm's would show again there.
+    (l2_lost_silently: a triple fault or lkvm's --timeout, no kernel
+    message) run once more in a fresh L1, and only their second result
+    counts: a fault of lkvm's would show again there. Each such rerun is
+    noted in RERUNS.
     """
     if l1_kernel is None:
         l1_kernel = fetch_kernels(["generic"])["generic"]
@@ -560,7 +588,14 @@ def run_l1(jobs, files, l1_kernel=None, workdir=None, lkvm=LKVM_STATIC,
     if not (rerun_lost and lost and res.completed):
         return res
     names = " ".join(j.name for j in lost)
-    sys.stderr.write("nested: L2 %s triple-faulted without a kernel message;"
+    for j in lost:
+        r = res.jobs[j.name]
+        RERUNS.append("L2 %s was lost after %s s (%s) without a kernel"
+                      " message; run once more in a fresh L1%s" % (
+                          j.name, r.time, "timed out" if L2_TIMEOUT in
+                          "\n".join(r.console) else "triple fault",
+                          "; " + l2_vcpus(r) if l2_vcpus(r) else ""))
+    sys.stderr.write("nested: L2 %s lost without a kernel message;"
                      " running it once more in a fresh L1\n" % names)
     again = run_l1(lost, files, l1_kernel, os.path.join(workdir, "rerun"),
                    lkvm, None, echo, l1_args, rerun_lost=False)

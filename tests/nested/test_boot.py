@@ -70,7 +70,10 @@ TIMINGS = []
 def _l2_job(name, flavour, cpus, fmt, status, transport):
     kernel = "/l2/%s/%s" % (flavour, "bzImage" if fmt == "bzimage"
                             else "vmlinux")
-    params = "console=ttyS0 quiet panic=-1 lkvm.run=/check.sh,%d" % status
+    # nokaslr: where lkvm's --timeout found the vCPUs is then a System.map
+    # name (see test_l2_boot)
+    params = ("console=ttyS0 quiet nokaslr panic=-1 lkvm.run=/check.sh,%d" %
+              status)
     argv = ["lkvm", "run", "-k", kernel, "-i", "/l2/%s/initrd" % flavour,
             "-m", str(MEM_MIB), "-c", str(cpus), "--name", name,
             "--timeout", str(JOB_TIMEOUT), "-d", DISK,
@@ -78,6 +81,12 @@ def _l2_job(name, flavour, cpus, fmt, status, transport):
     # The shell's bound is later than lkvm's, so that lkvm's own --timeout
     # (exit 124) is what normally fires.
     return nested.Job(name, argv, timeout=JOB_TIMEOUT + 15)
+
+
+def system_map(kernel):
+    """The guest kernel's System.map, next to its vmlinuz in the package."""
+    return os.path.join(os.path.dirname(kernel["bzimage"]),
+                        "System.map-" + kernel["version"])
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +152,10 @@ def test_l2_boot(l1, name, flavour, cpus, fmt, status, transport):
     if j is None or j.exit is None:
         pytest.fail("L2 boot %s did not %s.\n%s" % (
             name, "start" if j is None else "finish", l1.describe()))
-    where = "\n--- %s console (exit %s, %s s) ---\n%s" % (
-        name, j.exit, j.time, j.tail())
+    vcpus = nested.l2_vcpus(j, system_map(l1.kernels[flavour]))
+    where = "\n--- %s console (exit %s, %s s) ---\n%s%s" % (
+        name, j.exit, j.time, j.tail(),
+        "\n--- where lkvm stopped the vCPUs: " + vcpus if vcpus else "")
     assert j.facts.get("done") == "1", "check.sh did not finish" + where
     assert j.exit == status, "lkvm exit code" + where
 

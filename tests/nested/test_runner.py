@@ -13,6 +13,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nested  # noqa: E402
 
 FAULT = "lkvm: warning: guest triple fault on vCPU 0 (exit status 2)"
+STALL = ["lkvm: warning: timeout: stopped after 90 s (exit status 124)",
+         "lkvm: warning: vcpu0: rip 0xffffffff81e73744 (64-bit, cs 0x10),"
+         " rsp 0xffffc90000013e30, interrupts on, runnable, 5 exits to lkvm",
+         "lkvm: warning: vcpu1: rip 0xfff0 (real mode, cs 0xf000), rsp 0,"
+         " interrupts off, INIT received, 0 exits to lkvm"]
 
 
 def console(jobs, done=True):
@@ -43,6 +48,8 @@ def boots(monkeypatch, tmp_path):
         res.stuck = False
         return res
 
+    # the canned reruns stay out of the real ones the summary prints
+    monkeypatch.setattr(nested, "RERUNS", [])
     monkeypatch.setattr(nested, "build_l1_initramfs", fake_image)
     monkeypatch.setattr(nested, "boot_l1", fake_boot)
     state["run"] = lambda jobs: nested.run_l1(
@@ -65,6 +72,38 @@ def test_silent_l2_triple_fault_runs_once_more(boots):
     assert res.jobs["b"].facts == {"x": "2", "l1_lkvm_rc": "0"}
     assert res.jobs["a"].facts == {"x": "1"}
     assert FAULT in res.reruns["b"]
+
+
+def test_silent_l2_stall_runs_once_more(boots):
+    """An L2 stopped by lkvm's --timeout with no kernel message: run once
+    more, and the first attempt's vCPUs are in the rerun notes."""
+    boots["consoles"] = [
+        (console([("a", ["@@FACT x=1"], 0), ("b", STALL, 124)]), 0),
+        (console([("b", ["@@FACT x=2"], 0)]), 0),
+    ]
+    res = boots["run"](JOBS)
+    assert boots["images"] == [["a", "b"], ["b"]]
+    assert res.jobs["b"].facts == {"x": "2"}
+    assert len(nested.RERUNS) == 1 and "timed out" in nested.RERUNS[0]
+    assert ("vcpu0 rip=0xffffffff81e73744 (64-bit) runnable; "
+            "vcpu1 rip=0xfff0 (real mode) INIT received") in nested.RERUNS[0]
+
+
+def test_l2_vcpus_named_from_system_map(tmp_path):
+    smap = tmp_path / "System.map"
+    smap.write_text("ffffffff81e73700 T native_write_msr\n"
+                    "ffffffff81e73800 T native_read_msr\n")
+    job = nested.JobResult("b")
+    job.console = STALL
+    assert nested.l2_vcpus(job, str(smap)).startswith(
+        "vcpu0 rip=0xffffffff81e73744 native_write_msr+0x44 (64-bit)")
+
+
+def test_l2_stall_after_a_panic_is_not_run_again(boots):
+    stall = ["Kernel panic - not syncing: VFS: Unable to mount root"] + STALL
+    boots["consoles"] = [(console([("a", [], 0), ("b", stall, 124)]), 0)]
+    res = boots["run"](JOBS)
+    assert boots["images"] == [["a", "b"]]
 
 
 def test_twice_lost_fails(boots):
