@@ -319,9 +319,148 @@ static void on_signal(int sig)
 	requested = sig == SIGTERM ? RB_AUTOBOOT : RB_POWER_OFF;
 }
 
-static int run(char **argv)
+/*
+ * The UART sends from a kernel buffer; powering off before it is empty
+ * loses the command's last lines (through /dev/console this is the tty
+ * the command wrote to as well). Wait until the queue reads empty and the
+ * transmitter is idle, for as long as the queue keeps moving: each byte
+ * costs the guest a VM exit, and nested under emulation on a busy host a
+ * 2-vCPU guest needed more than 2 s for its last 4 KiB. Not tcdrain(): it
+ * was seen to return with kilobytes queued, and it has no bound.
+ *
+ * A stall is counted in polls as well as in time: a guest whose vCPUs the
+ * host did not run for seconds sees its clock jump past the bound in one
+ * poll (seen nested: 2 KiB lost with the queue still moving). A queue
+ * that has not moved for a while gets its transmitter restarted (output
+ * off and on again re-arms the THR-empty interrupt), in case the
+ * interrupt that would move it was lost; the kernel log says so.
+ */
+#define DRAIN_POLL_MS	1
+#define DRAIN_STALL_MS	3000	/* a queue this long unmoved is stuck */
+#define DRAIN_RESTART_MS 1000	/* unmoved this long: restart the sender */
+#define DRAIN_MAX_MS	60000
+
+static unsigned long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+}
+
+/* A kernel log line: the kernel writes it to the console itself. */
+static void kmsg(const char *fmt, ...)
+{
+	char line[160];
+	va_list ap;
+	int fd, n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || n <= 0)
+		return;
+	if (write(fd, line, (size_t)n < sizeof(line) ? (size_t)n :
+						      sizeof(line) - 1) < 0)
+		n = 0;
+	close(fd);
+}
+
+/* Whether the console's queue and transmitter are empty; -1: not a tty. */
+static int console_idle(int *queued)
+{
+	unsigned int lsr;
+
+	if (ioctl(STDOUT_FILENO, TIOCOUTQ, queued))
+		return -1;
+	/* Not a serial port (no LSR to read): the queue is enough. */
+	return !*queued && (ioctl(STDOUT_FILENO, TIOCSERGETLSR, &lsr) ||
+			    (lsr & TIOCSER_TEMT));
+}
+
+static void console_drain(void)
+{
+	unsigned long long start = now_ms(), moved = start, t;
+	unsigned int polls = 0, restarts = 0;
+	bool restarted = false;
+	int queued = 0, last = -1, idle = 0;
+
+	for (t = start; t - start < DRAIN_MAX_MS; t = now_ms()) {
+		idle = console_idle(&queued);
+		if (idle)
+			break;
+		if (queued != last) {
+			moved = t;
+			polls = 0;
+			restarted = false;
+			last = queued;
+		}
+		if (t - moved >= DRAIN_STALL_MS &&
+		    polls >= DRAIN_STALL_MS / DRAIN_POLL_MS)
+			break;
+		if (!restarted && queued && t - moved >= DRAIN_RESTART_MS &&
+		    polls >= DRAIN_RESTART_MS / DRAIN_POLL_MS) {
+			tcflow(STDOUT_FILENO, TCOOFF);
+			tcflow(STDOUT_FILENO, TCOON);
+			restarted = true;
+			restarts++;
+		}
+		usleep(DRAIN_POLL_MS * 1000);
+		polls++;
+	}
+	if (restarts)
+		kmsg("<3>lkvm-init: console output stalled with bytes queued; "
+		     "restarted its transmitter %u times\n", restarts);
+	if (!idle)
+		kmsg("<3>lkvm-init: console still had %d bytes queued after "
+		     "%llu ms\n", queued, now_ms() - start);
+}
+
+/*
+ * The command runs under a session leader of ours that holds the console
+ * as its controlling tty. When a session leader exits, the kernel hangs
+ * its tty up, and a hangup throws away what is still queued in the UART's
+ * buffer: a command that ended with kilobytes unsent lost them (seen
+ * nested, where every console byte is slow). The leader outlives the
+ * command, drains the console, and exits with the command's status.
+ */
+static __attribute__((noreturn)) void lead_session(char **argv)
 {
 	sigset_t all;
+	pid_t pid;
+	int status = 0;
+
+	take_console();
+	/* ^C and ^\ are the command's (it is in our process group). */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	pid = fork();
+	if (pid < 0) {
+		msg("fork: %s", strerror(errno));
+		_exit(127);
+	}
+	if (!pid) {
+		/* Ignored signals would stay ignored across exec. */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		execvp(argv[0], argv);
+		msg("cannot run %s: %s", argv[0], strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	console_drain();
+	if (WIFEXITED(status))
+		_exit(WEXITSTATUS(status));
+	_exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 127);
+}
+
+static int run(char **argv)
+{
 	pid_t pid, w;
 	int status;
 
@@ -330,17 +469,8 @@ static int run(char **argv)
 		msg("fork: %s", strerror(errno));
 		return 127;
 	}
-	if (!pid) {
-		/* Ignored signals would stay ignored across exec. */
-		signal(SIGINT, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		sigemptyset(&all);
-		sigprocmask(SIG_SETMASK, &all, NULL);
-		take_console();
-		execvp(argv[0], argv);
-		msg("cannot run %s: %s", argv[0], strerror(errno));
-		_exit(127);
-	}
+	if (!pid)
+		lead_session(argv);
 	/* As PID 1 we also inherit every orphan; reap them on the way. */
 	for (;;) {
 		w = wait(&status);
@@ -367,48 +497,6 @@ static void kill_all(void)
 	kill(-1, SIGKILL);
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
-}
-
-/*
- * The UART sends from a kernel buffer; powering off before it is empty
- * loses the command's last lines (through /dev/console this is the tty
- * the command wrote to as well). Wait until the queue reads empty and the
- * transmitter is idle, for as long as the queue keeps moving: each byte
- * costs the guest a VM exit, and nested under emulation on a busy host a
- * 2-vCPU guest needed more than 2 s for its last 4 KiB. Not tcdrain(): it
- * was seen to return with kilobytes queued, and it has no bound.
- */
-#define DRAIN_STALL_MS	3000	/* a queue this long unmoved is stuck */
-#define DRAIN_MAX_MS	60000
-
-static unsigned long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
-}
-
-static void console_drain(void)
-{
-	unsigned long long start = now_ms(), moved = start, t;
-	int queued, last = -1;
-	unsigned int lsr;
-
-	for (t = start; t - start < DRAIN_MAX_MS && t - moved < DRAIN_STALL_MS;
-	     t = now_ms()) {
-		if (ioctl(STDOUT_FILENO, TIOCOUTQ, &queued))
-			return;		/* not a tty: nothing to wait for */
-		if (queued != last) {
-			moved = t;
-			last = queued;
-		}
-		/* Not a serial port (no LSR to read): the queue is enough. */
-		if (!queued && (ioctl(STDOUT_FILENO, TIOCSERGETLSR, &lsr) ||
-				(lsr & TIOCSER_TEMT)))
-			return;
-		usleep(1000);
-	}
 }
 
 static void debug_exit(int status)

@@ -7,13 +7,16 @@
 tests/nested/xsave-check: tests/nested/xsave-check.c
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -static -s -o $@ $<
 
-CLEAN_FILES += tests/nested/xsave-check
+tests/nested/tty-stop: tests/nested/tty-stop.c
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -static -s -o $@ $<
+
+CLEAN_FILES += tests/nested/xsave-check tests/nested/tty-stop
 
 .PHONY: check-nested
 check-nested:
 	scripts/fetch-kernel.sh generic cloud >/dev/null
 	$(MAKE) --no-print-directory lkvm.static guest/init/init \
-		tests/nested/xsave-check
+		tests/nested/xsave-check tests/nested/tty-stop
 	$(TIER_RUN) nested tests/nested/test_runner.py \
 		tests/nested/test_mkinitramfs.py tests/nested/test_init.py \
 		tests/nested/test_boot.py
