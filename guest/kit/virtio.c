@@ -661,9 +661,16 @@ bool vio_get_used(struct vio_queue *q, uint32_t *id, uint32_t *len)
 	else
 		kit_fail("virtio: the device used id %u, which we never gave it",
 			 *id);
-	/* keep asking for an interrupt at the next completion */
-	if (q->event_idx)
+	/*
+	 * Keep asking for an interrupt at the next completion. The store
+	 * must be visible before our next look at used->idx: otherwise the
+	 * device may read the old used_event after publishing, send nothing,
+	 * and we wait for an interrupt that never comes.
+	 */
+	if (q->event_idx) {
 		store16(q->used_event, q->last_used);
+		vio_mb();
+	}
 	return true;
 }
 
