@@ -310,6 +310,13 @@ void net_rx(struct net_queue_pair *p, struct virtio_queue *q)
 		virtq_notify_on_next(&q->ring);
 		if (q->ring.error || virtq_avail_count(&q->ring) <= posted)
 			break;
+		/*
+		 * Buffers came in meanwhile, and the driver that posted them
+		 * may not kick (it saw no avail_event to pass): the backend
+		 * is ours to watch again, or frames would wait for a kick
+		 * that never comes.
+		 */
+		net_watch_backend(p, true);
 	}
 	virtio_queue_publish(&p->net->vdev, q);
 }
