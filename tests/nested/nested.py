@@ -493,8 +493,10 @@ def vcpu_report(monitor, out_path, kallsyms=None):
 # it can triple-fault; one that stops without a word was taken down by the
 # machine under it: seen in L2s running iperf3 with TCG's nested SVM under
 # L1's KVM, in the same load that once oopsed L1's own kernel in lkvm's
-# vCPU thread. A 2-vCPU L2 that stopped making progress early in its boot
-# (its last word at 5 s, then 80 s of nothing) was seen once in 40 boots.
+# vCPU thread. A 2-vCPU L2 that stopped early in its boot (its last sign of
+# life L1's KVM logging its perf-counter probe a few seconds in, then 80 s
+# of nothing) was seen once, in the CI run of 2026-11-30 (1 of its 4
+# 2-vCPU boots; none in the two runs after).
 L2_TRIPLE_FAULT = "lkvm: warning: guest triple fault"
 L2_TIMEOUT = "lkvm: warning: timeout: stopped"
 L2_KERNEL_SPOKE = re.compile(r"Kernel panic|Oops|BUG:|double fault"
