@@ -109,19 +109,10 @@ def kallsyms_path(kernel):
 
 def build_initramfs(out, kernel, script, hold=True):
     with tempfile.TemporaryDirectory(prefix="lkvm-l1shell-") as tmp:
-        init = os.path.join(tmp, "init")
-        with open(init, "w") as f:
-            f.write(L1_INIT)
-        os.chmod(init, 0o755)
-        cmd = os.path.join(tmp, "cmd")
-        with open(cmd, "w") as f:
-            f.write(script)
-        work = os.path.join(tmp, "work")
-        with open(work, "w") as f:
-            f.write(TOP)
-        syms = os.path.join(tmp, "kallsyms")
-        with open(syms, "w") as f:
-            f.write(kallsyms_path(kernel))
+        init = nested.staged_file(tmp, "init", L1_INIT, executable=True)
+        cmd = nested.staged_file(tmp, "cmd", script)
+        work = nested.staged_file(tmp, "work", TOP)
+        syms = nested.staged_file(tmp, "kallsyms", kallsyms_path(kernel))
         # /init copies the script to the chroot's /run (L1's tmpfs).
         return nested.mkinitramfs(
             out, "--init", init, "--compress", "none",
