@@ -224,45 +224,29 @@ static void blk_put_status(const struct virtq_chain *c, uint8_t status)
 	((uint8_t *)last->hva)[last->len - 1] = status;
 }
 
-static void blk_handle(struct virtio_blk *blk, struct virtio_queue *q,
-		       const struct virtq_chain *c)
+static enum virtio_chain_result blk_handle(struct virtio_queue *q,
+					   const struct virtq_chain *c,
+					   void *opaque, uint32_t *written)
 {
+	struct virtio_blk *blk = opaque;
 	struct blk_req_hdr hdr;
-	uint32_t written = 1;
 	uint8_t status;
 
-	if (!c->nr_in || !c->in[c->nr_in - 1].len) {
-		/* Nowhere to put the status: the driver broke the protocol. */
-		virtq_push(&q->ring, c->head, 0);
-		return;
-	}
+	/* Nowhere to put the status: the driver broke the protocol. */
+	if (!c->nr_in || !c->in[c->nr_in - 1].len)
+		return VIRTIO_CHAIN_USED;
+	*written = 1;
 	if (!chain_read(c, 0, &hdr, sizeof(hdr)))
 		status = VIRTIO_BLK_S_IOERR;
 	else
-		status = blk_do_request(blk, c, &hdr, &written);
+		status = blk_do_request(blk, c, &hdr, written);
 	blk_put_status(c, status);
-	q->requests++;
-	virtq_push(&q->ring, c->head, written);
+	return VIRTIO_CHAIN_USED;
 }
 
 static void blk_queue_kick(struct virtio_device *vdev, struct virtio_queue *q)
 {
-	struct virtio_blk *blk = vdev->priv;
-	struct virtq_chain chain;
-	int ret;
-
-	do {
-		virtq_enable_notify(&q->ring, false);
-		while ((ret = virtq_pop(&q->ring, &chain)) > 0)
-			blk_handle(blk, q, &chain);
-		virtio_queue_publish(vdev, q);
-		if (ret < 0) {
-			virtio_device_broken(vdev, q,
-					     virtq_error_name(q->ring.error));
-			return;
-		}
-		virtq_enable_notify(&q->ring, true);
-	} while (virtq_has_avail(&q->ring));
+	virtio_queue_serve(vdev, q, blk_handle, vdev->priv);
 }
 
 static const struct virtio_device_ops blk_ops = {

@@ -347,6 +347,37 @@ void virtio_queue_publish(struct virtio_device *vdev, struct virtio_queue *q)
 	}
 }
 
+bool virtio_queue_serve(struct virtio_device *vdev, struct virtio_queue *q,
+			virtio_chain_fn handle, void *opaque)
+{
+	struct virtq_chain c;
+	uint32_t written;
+	int ret;
+
+	do {
+		virtq_enable_notify(&q->ring, false);
+		while ((ret = virtq_pop(&q->ring, &c)) > 0) {
+			written = 0;
+			if (handle(q, &c, opaque, &written) ==
+			    VIRTIO_CHAIN_HELD) {
+				virtq_unpop(&q->ring, 1);
+				virtio_queue_publish(vdev, q);
+				return false;
+			}
+			q->requests++;
+			virtq_push(&q->ring, c.head, written);
+		}
+		virtio_queue_publish(vdev, q);
+		if (ret < 0) {
+			virtio_device_broken(vdev, q,
+					     virtq_error_name(q->ring.error));
+			return false;
+		}
+		virtq_enable_notify(&q->ring, true);
+	} while (virtq_has_avail(&q->ring));
+	return true;
+}
+
 void virtio_device_broken(struct virtio_device *vdev, struct virtio_queue *q,
 			  const char *why)
 {

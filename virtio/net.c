@@ -104,46 +104,30 @@ static void net_tx_stop_waiting(struct net_queue_pair *p)
 }
 
 /*
- * The backend refused c: put it back and let the backend's room resume
- * TX (notifications stay off meanwhile: kicks would find it full too).
- * Should the wait be impossible, the frame is dropped, not the queue.
+ * One frame to the backend. One the backend refuses waits in the ring
+ * (held) while the backend's room resumes TX; notifications stay off
+ * meanwhile: kicks would find it full too. Should the wait be impossible,
+ * the frame is dropped, not the queue.
  */
-static bool net_tx_hold(struct net_queue_pair *p, struct virtio_queue *q)
+static enum virtio_chain_result net_tx_handle(struct virtio_queue *q,
+					      const struct virtq_chain *c,
+					      void *opaque, uint32_t *written)
 {
-	if (!net_tx_start_waiting(p)) {
-		p->tx_dropped++;
-		return false;
-	}
-	virtq_unpop(&q->ring, 1);
-	virtio_queue_publish(&p->net->vdev, q);
-	return true;
+	struct net_queue_pair *p = opaque;
+
+	if (net_tx_one(p, c) == TX_DONE)
+		return VIRTIO_CHAIN_USED;
+	if (net_tx_start_waiting(p))
+		return VIRTIO_CHAIN_HELD;
+	p->tx_dropped++;
+	return VIRTIO_CHAIN_USED;
 }
 
 static void net_tx(struct net_queue_pair *p, struct virtio_queue *q)
 {
-	struct virtio_net *net = p->net;
-	struct virtq_chain c;
-	int ret;
-
 	if (p->tx_waiting)
 		return;		/* net_backend_has_room() goes on */
-	do {
-		virtq_enable_notify(&q->ring, false);
-		while ((ret = virtq_pop(&q->ring, &c)) > 0) {
-			if (net_tx_one(p, &c) == TX_BACKEND_FULL &&
-			    net_tx_hold(p, q))
-				return;
-			q->requests++;
-			virtq_push(&q->ring, c.head, 0);
-		}
-		virtio_queue_publish(&net->vdev, q);
-		if (ret < 0) {
-			virtio_device_broken(&net->vdev, q,
-					     virtq_error_name(q->ring.error));
-			return;
-		}
-		virtq_enable_notify(&q->ring, true);
-	} while (virtq_has_avail(&q->ring));
+	virtio_queue_serve(&p->net->vdev, q, net_tx_handle, p);
 }
 
 /* The backend's queue has room again (the pair's I/O thread). */

@@ -259,7 +259,7 @@ static uint8_t *ctrl_gather(const struct virtq_chain *c, size_t *len)
 
 	if (c->out_len < 2 || c->out_len > NET_CTRL_MAX_DATA || !c->in_len)
 		return NULL;
-	buf = malloc(c->out_len);
+	buf = calloc(1, c->out_len);
 	if (!buf)
 		return NULL;
 	for (i = 0; i < c->nr_out; i++) {
@@ -284,28 +284,27 @@ static uint32_t ctrl_ack(const struct virtq_chain *c, uint8_t ack)
 	return 0;
 }
 
+static enum virtio_chain_result ctrl_handle(struct virtio_queue *q,
+					    const struct virtq_chain *c,
+					    void *opaque, uint32_t *written)
+{
+	struct virtio_net *net = opaque;
+	uint8_t ack = VIRTIO_NET_ERR;
+	size_t len;
+	uint8_t *buf = ctrl_gather(c, &len);
+
+	if (buf) {
+		ack = ctrl_command(net, buf, len);
+		free(buf);
+	} else {
+		pr_debug("virtio-net: malformed control command");
+	}
+	*written = ctrl_ack(c, ack);
+	return VIRTIO_CHAIN_USED;
+}
+
 /* Caller holds q->lock. */
 void net_ctrl_kick(struct virtio_net *net, struct virtio_queue *q)
 {
-	struct virtq_chain c;
-	size_t len;
-	int ret;
-
-	while ((ret = virtq_pop(&q->ring, &c)) > 0) {
-		uint8_t ack = VIRTIO_NET_ERR;
-		uint8_t *buf = ctrl_gather(&c, &len);
-
-		if (buf) {
-			ack = ctrl_command(net, buf, len);
-			free(buf);
-		} else {
-			pr_debug("virtio-net: malformed control command");
-		}
-		q->requests++;
-		virtq_push(&q->ring, c.head, ctrl_ack(&c, ack));
-	}
-	if (ret < 0)
-		virtio_device_broken(&net->vdev, q,
-				     virtq_error_name(q->ring.error));
-	virtio_queue_publish(&net->vdev, q);
+	virtio_queue_serve(&net->vdev, q, ctrl_handle, net);
 }

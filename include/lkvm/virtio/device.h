@@ -65,7 +65,7 @@ struct virtio_queue {
 struct virtio_device_ops {
 	const char *name;		/* "blk", ... */
 	uint32_t device_id;		/* VIRTIO_ID_* */
-	/* Serve the queue: pop, handle, push, then virtio_queue_publish(). */
+	/* Serve the queue, under q->lock: virtio_queue_serve() with a handler. */
 	void (*queue_kick)(struct virtio_device *vdev, struct virtio_queue *q);
 	/* Optional: a config write landed in vdev->config. */
 	void (*config_written)(struct virtio_device *vdev, unsigned int offset,
@@ -152,6 +152,29 @@ void virtio_queue_notify(struct virtio_device *vdev, unsigned int index);
 
 /* Device side: after pushing, publish and interrupt if the driver wants. */
 void virtio_queue_publish(struct virtio_device *vdev, struct virtio_queue *q);
+
+/*
+ * What a device's handler did with one chain: used it (*written bytes
+ * into its device-writable part; the core pushes it), or held it (the
+ * core puts it back, and serving stops until the device serves the queue
+ * again, say when its backend has room).
+ */
+enum virtio_chain_result { VIRTIO_CHAIN_USED, VIRTIO_CHAIN_HELD };
+typedef enum virtio_chain_result (*virtio_chain_fn)(struct virtio_queue *q,
+						    const struct virtq_chain *c,
+						    void *opaque,
+						    uint32_t *written);
+
+/*
+ * The one serve loop: with guest notifications off, every available chain
+ * to handle(), used entries published once per pass (one interrupt at
+ * most), then notifications on and the ring looked at once more, so that
+ * a chain posted in between is served, not left waiting for a kick that
+ * will not come. A broken ring marks the device NEEDS_RESET. Caller holds
+ * q->lock. False when a chain was held or the ring broke.
+ */
+bool virtio_queue_serve(struct virtio_device *vdev, struct virtio_queue *q,
+			virtio_chain_fn handle, void *opaque);
 /* The driver broke the rules on q: set NEEDS_RESET and tell it. */
 void virtio_device_broken(struct virtio_device *vdev, struct virtio_queue *q,
 			  const char *why);
