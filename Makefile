@@ -18,14 +18,14 @@ CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 LDFLAGS	?=
 LDLIBS	+= -lpthread
 
-# libslirp (-n user) exists as a shared library only: lkvm and the test
-# binaries link it, lkvm.static is built without (CONFIG_SLIRP unset), and
-# there -n user says so. Debian's slirp.pc wants glib-2.0.pc
+# libslirp (-n user) exists as a shared library only. lkvm does not link
+# it: net/slirp_lib.c loads it (and glib with it) when a -n user card is
+# opened, so that no other run pays for loading them; its headers are
+# needed to build. lkvm.static is built without it (CONFIG_SLIRP unset),
+# and there -n user says so. Debian's slirp.pc wants glib-2.0.pc
 # (libglib2.0-dev), which lkvm does not need: then libslirp-dev's own paths.
 SLIRP_CFLAGS := $(shell pkg-config --cflags slirp 2>/dev/null || \
 		  echo -I/usr/include/slirp)
-SLIRP_LIBS   := $(shell pkg-config --libs slirp 2>/dev/null || echo -lslirp)
-LDLIBS	+= $(SLIRP_LIBS)
 
 ifeq ($(SANITIZE),1)
 BUILD	:= build/sanitize
@@ -45,7 +45,7 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 LIB_SRCS := $(sort $(wildcard core/*.c disk/*.c hw/*.c net/*.c virtio/*.c x86/*.c))
 LIB_SRCS := $(filter-out core/main.c,$(LIB_SRCS))
 LIB_OBJS := $(addprefix $(BUILD)/,$(LIB_SRCS:.c=.o))
-$(BUILD)/net/slirp.o: CFLAGS += $(SLIRP_CFLAGS)
+$(BUILD)/net/slirp.o $(BUILD)/net/slirp_lib.o: CFLAGS += $(SLIRP_CFLAGS)
 $(BUILD)/net/backend.o: CFLAGS += -DCONFIG_SLIRP
 LIBLKVM  := $(BUILD)/liblkvm.a
 
@@ -66,9 +66,10 @@ $(LKVM_BIN): $(BUILD)/core/main.o $(LIBLKVM)
 # A static build for the nested test tier, where L1 has none of our libraries:
 # no libslirp, so its own net/backend.o without CONFIG_SLIRP.
 STATIC_OBJS := $(BUILD)/core/main.o $(BUILD)/static/net/backend.o \
-	       $(filter-out $(BUILD)/net/slirp.o $(BUILD)/net/backend.o,$(LIB_OBJS))
+	       $(filter-out $(BUILD)/net/slirp.o $(BUILD)/net/slirp_lib.o \
+			    $(BUILD)/net/backend.o,$(LIB_OBJS))
 lkvm.static: $(STATIC_OBJS)
-	$(CC) $(LDFLAGS) -static -o $@ $^ $(filter-out $(SLIRP_LIBS),$(LDLIBS))
+	$(CC) $(LDFLAGS) -static -o $@ $^ $(LDLIBS)
 
 $(BUILD)/static/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <libslirp.h>
+#include "slirp_lib.h"
 
 #include "lkvm/net.h"
 #include "lkvm/util.h"
@@ -324,7 +324,7 @@ static void slirp_run_timers(struct slirp_net *sn)
 		if (!t)
 			return;
 		t->expire_ms = -1;
-		slirp_handle_timer(sn->slirp, t->id, t->cb_opaque);
+		slirp_lib()->handle_timer(sn->slirp, t->id, t->cb_opaque);
 	}
 }
 
@@ -348,7 +348,7 @@ static void slirp_from_guest(struct slirp_net *sn)
 				     n);
 			continue;
 		}
-		slirp_input(sn->slirp, sn->frame + hdr_len, n - hdr_len);
+		slirp_lib()->input(sn->slirp, sn->frame + hdr_len, n - hdr_len);
 	}
 }
 
@@ -365,7 +365,7 @@ static bool slirp_poll_once(struct slirp_net *sn)
 		.fd = sn->peer_fd, .events = POLLIN,
 	};
 	sn->nr_pfds = SLIRP_PFD_FIXED;
-	slirp_pollfds_fill(sn->slirp, &timeout, slirp_add_poll, sn);
+	slirp_lib()->pollfds_fill(sn->slirp, &timeout, slirp_add_poll, sn);
 	timeout = slirp_timers_timeout(sn, timeout);
 	n = poll(sn->pfds, sn->nr_pfds,
 		 timeout == UINT32_MAX ? -1 : (int)MIN(timeout, (uint32_t)INT32_MAX));
@@ -375,7 +375,7 @@ static bool slirp_poll_once(struct slirp_net *sn)
 	}
 	if (n > 0 && sn->pfds[SLIRP_PFD_STOP].revents)
 		return false;
-	slirp_pollfds_poll(sn->slirp, n < 0, slirp_get_revents, sn);
+	slirp_lib()->pollfds_poll(sn->slirp, n < 0, slirp_get_revents, sn);
 	if (n > 0 && (sn->pfds[SLIRP_PFD_PEER].revents & POLLIN))
 		slirp_from_guest(sn);
 	slirp_run_timers(sn);
@@ -427,7 +427,7 @@ static void slirp_net_free(struct slirp_net *sn)
 	}
 	/* The thread is gone: libslirp is this thread's now. */
 	if (sn->slirp)
-		slirp_cleanup(sn->slirp);
+		slirp_lib()->cleanup(sn->slirp);
 	while (sn->timers)
 		slirp_timer_free(sn->timers, sn);
 	if (sn->dev_fd >= 0)
@@ -492,7 +492,7 @@ static Slirp *slirp_create(struct slirp_net *sn)
 		/* 10.0.2.2 reaches the host's own services, as with QEMU. */
 		.disable_host_loopback = false,
 	};
-	Slirp *slirp = slirp_new(&c, &slirp_callbacks, sn);
+	Slirp *slirp = slirp_lib()->new(&c, &slirp_callbacks, sn);
 
 	if (!slirp)
 		pr_err("user net: libslirp refused its configuration");
@@ -510,7 +510,7 @@ static int slirp_add_fwd(struct slirp_net *sn, const struct net_hostfwd *fwd)
 	inet_ntop(AF_INET, &fwd->host_addr, host_s, sizeof(host_s));
 	inet_ntop(AF_INET, &guest, guest_s, sizeof(guest_s));
 	errno = 0;
-	if (slirp_add_hostfwd(sn->slirp, fwd->udp, fwd->host_addr,
+	if (slirp_lib()->add_hostfwd(sn->slirp, fwd->udp, fwd->host_addr,
 			      fwd->host_port, guest, fwd->guest_port) < 0) {
 		pr_err("-n user: hostfwd %s %s:%u: cannot listen on the host%s%s",
 		       proto, host_s, fwd->host_port, errno ? ": " : "",
@@ -591,6 +591,10 @@ int slirp_backend_open(struct net_backend *be, const struct net_config *cfg)
 	memset(be, 0, sizeof(*be));
 	if (!sn) {
 		pr_err("out of memory");
+		return -1;
+	}
+	if (!slirp_lib()) {
+		free(sn);
 		return -1;
 	}
 	sn->dev_fd = sn->peer_fd = sn->stop_fd = -1;

@@ -56,10 +56,11 @@ KVM_NODES = {
 }
 
 
-def run(args, user=None, timeout=20, kvm="none", lkvm=LKVM, prefix=()):
+def run(args, user=None, timeout=20, kvm="none", lkvm=LKVM, prefix=(),
+        env=None):
     """lkvm with args in a namespace whose /dev/kvm is KVM_NODES[kvm];
     as user (a uid) if given; after prefix (a command that execs the
-    rest)."""
+    rest), with env added to the environment."""
     cmd = [lkvm] + args
     if user:
         cmd = ["setpriv", "--reuid", str(user), "--regid", str(user),
@@ -68,7 +69,8 @@ def run(args, user=None, timeout=20, kvm="none", lkvm=LKVM, prefix=()):
         list(prefix) + cmd
     p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
                        text=True, timeout=timeout,
-                       env=dict(os.environ, KVM_NODE=KVM_NODES[kvm]))
+                       env=dict(os.environ, KVM_NODE=KVM_NODES[kvm],
+                                **(env or {})))
     assert p.returncode != 96, "cannot set up the namespace: " + p.stderr
     return p
 
@@ -325,6 +327,41 @@ def test_net_user_without_libslirp():
     p = run(["run", "-k", EXIT_ELF, "-n", "user"], lkvm=static)
     assert_one_line_error(p, "built without libslirp",
                           "user-mode networking")
+
+
+def libslirp_paths():
+    """Where the dynamic loader would find libslirp.so.0 (ldconfig's
+    cache), with the file each name resolves to."""
+    out = subprocess.run(["ldconfig", "-p"], capture_output=True,
+                         text=True, check=True).stdout
+    paths = {l.split(" => ")[1].strip() for l in out.splitlines()
+             if "libslirp.so.0 " in l and " => " in l}
+    return sorted(paths | {os.path.realpath(p) for p in paths})
+
+
+def test_net_user_libslirp_loaded_only_when_asked():
+    """lkvm links neither libslirp nor glib: a run without -n user does
+    not pay for loading them."""
+    out = subprocess.run(["readelf", "-d", LKVM], capture_output=True,
+                         text=True, check=True).stdout
+    needed = [l for l in out.splitlines() if "(NEEDED)" in l]
+    assert needed and not any("slirp" in l or "glib" in l for l in needed), \
+        needed
+
+
+def test_net_user_libslirp_missing():
+    """libslirp gone (each of its paths a bind mount of /dev/null): -n
+    user is a one-line error naming it, before /dev/kvm, while a run
+    without -n user goes as far as /dev/kvm."""
+    paths = libslirp_paths()
+    assert paths, "libslirp0 is not installed (scripts/install-deps.sh)"
+    hide = ["sh", "-c", 'for p in $LIBSLIRP; do mount --bind /dev/null "$p"'
+            ' || exit 96; done; exec "$@"', "sh"]
+    env = {"LIBSLIRP": " ".join(paths)}
+    p = run(["run", "-k", EXIT_ELF, "-n", "user"], prefix=hide, env=env)
+    assert_one_line_error(p, "-n user needs libslirp", "libslirp.so.0")
+    assert_one_line_error(run(["run", "-k", EXIT_ELF], prefix=hide, env=env),
+                          NO_KVM)
 
 
 def test_net_missing_tap_without_cap_net_admin():
