@@ -22,14 +22,6 @@
 #include "lkvm/util.h"
 #include "lkvm/vm.h"
 
-double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* Signals that end the VM are read from a signalfd by the main loop. */
 static int block_exit_signals(sigset_t *set)
 {
@@ -62,16 +54,6 @@ static void handle_console(struct vm *vm, struct pollfd *pfd)
 		vm_request_exit(vm, EXIT_POWEROFF, "quit from the console");
 }
 
-static int poll_timeout(double deadline)
-{
-	double left;
-
-	if (deadline <= 0)
-		return -1;
-	left = deadline - now_ms();
-	return left <= 0 ? 0 : (int)left + 1;
-}
-
 static void main_loop(struct vm *vm, int sfd)
 {
 	double deadline = vm->cfg->deadline_ms;
@@ -82,14 +64,15 @@ static void main_loop(struct vm *vm, int sfd)
 	};
 
 	while (!vm_is_exiting(vm)) {
-		int n = poll(pfd, 3, poll_timeout(deadline));
+		int n = poll(pfd, 3, poll_timeout_ms(deadline, now_ms()));
 
 		if (n < 0 && errno != EINTR) {
 			vm_request_exit(vm, EXIT_VMM_ERROR, "poll: %s",
 					strerror(errno));
 			break;
 		}
-		if (n == 0 && deadline) {
+		/* a wait longer than poll() takes comes back early: wait on */
+		if (n == 0 && deadline && now_ms() >= deadline) {
 			vm_request_exit(vm, EXIT_TIMEOUT,
 					"timeout: stopped after %u s",
 					vm->cfg->timeout_s);

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
-/* File and number helpers used by the CLI and the loaders. */
+/* File, number and clock helpers used by the CLI, the loaders and the run loop. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lkvm/util.h"
@@ -73,4 +75,26 @@ bool parse_u64(const char *s, uint64_t *val)
 		return false;
 	*val = v;
 	return true;
+}
+
+double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int poll_timeout_ms(double deadline_ms, double now)
+{
+	double left;
+
+	if (deadline_ms <= 0)
+		return -1;
+	left = deadline_ms - now;
+	if (left <= 0)
+		return 0;
+	if (left >= INT_MAX)
+		return INT_MAX;
+	return (int)left + ((int)left < left);	/* rounded up */
 }

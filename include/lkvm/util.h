@@ -77,6 +77,12 @@ static inline uint8_t table_checksum(const void *p, size_t len)
 
 /* CLOCK_MONOTONIC in milliseconds: the same clock in every process. */
 double now_ms(void);
+/*
+ * poll()'s timeout for a deadline on that clock (0: none, -1 returned),
+ * rounded up, and at most INT_MAX ms (24.8 days): a caller whose poll()
+ * timed out checks the clock before it takes the deadline as passed.
+ */
+int poll_timeout_ms(double deadline_ms, double now);
 
 /* Read a whole file into a malloc'ed buffer; prints the error itself. */
 int read_file(const char *path, const char *what, void **data, size_t *size);
