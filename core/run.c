@@ -71,8 +71,12 @@ static void main_loop(struct vm *vm, int sfd)
 					strerror(errno));
 			break;
 		}
-		/* a wait longer than poll() takes comes back early: wait on */
-		if (n == 0 && deadline && now_ms() >= deadline) {
+		/*
+		 * The clock decides, not poll()'s 0: a wait longer than poll()
+		 * takes comes back early, and steady console input would keep
+		 * poll() from ever timing out.
+		 */
+		if (deadline && now_ms() >= deadline) {
 			vm_request_exit(vm, EXIT_TIMEOUT,
 					"timeout: stopped after %u s",
 					vm->cfg->timeout_s);

@@ -96,11 +96,12 @@ int vcpus_create(struct vm *vm)
 		pr_err("out of memory");
 		return -1;
 	}
-	for (i = 0; i < vm->nr_vcpus; i++) {
+	/* all before any: vcpus_destroy() after a failed create closes fds */
+	for (i = 0; i < vm->nr_vcpus; i++)
 		vm->vcpus[i].fd = -1;
+	for (i = 0; i < vm->nr_vcpus; i++)
 		if (vcpu_create(vm, &vm->vcpus[i], i))
 			return -1;
-	}
 	vcpus_find_coalesced_ring(vm);
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "lkvm/util.h"
 #include "slirp_lib.h"
@@ -15,14 +16,16 @@
 static struct slirp_lib lib;
 static const struct slirp_lib *loaded;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static char load_error[256];	/* why not, told on every call */
 
 static bool load_symbol(void *handle, const char *name, void *slot)
 {
 	void *sym = dlsym(handle, name);
 
 	if (!sym) {
-		pr_err("-n user: %s has no %s (libslirp 4.7 or later is needed)",
-		       SLIRP_SONAME, name);
+		snprintf(load_error, sizeof(load_error),
+			 "-n user: %s has no %s (too old a libslirp)",
+			 SLIRP_SONAME, name);
 		return false;
 	}
 	*(void **)slot = sym;
@@ -34,8 +37,9 @@ static void slirp_lib_load(void)
 	void *handle = dlopen(SLIRP_SONAME, RTLD_NOW | RTLD_LOCAL);
 
 	if (!handle) {
-		pr_err("-n user needs libslirp (Debian's libslirp0): %s",
-		       dlerror());
+		snprintf(load_error, sizeof(load_error),
+			 "-n user needs libslirp (Debian's libslirp0): %s",
+			 dlerror());
 		return;
 	}
 	if (!load_symbol(handle, "slirp_new", &lib.new) ||
@@ -54,5 +58,7 @@ static void slirp_lib_load(void)
 const struct slirp_lib *slirp_lib(void)
 {
 	pthread_once(&load_once, slirp_lib_load);
+	if (!loaded)
+		pr_err("%s", load_error);
 	return loaded;
 }

@@ -487,7 +487,7 @@ void arch_vcpu_where(struct vcpu *vcpu, char *buf, size_t size)
 		snprintf(buf, size, "registers unreadable: %s", strerror(errno));
 		return;
 	}
-	snprintf(buf, size, "rip %#llx (%s, cs %#x), rsp %#llx, interrupts %s",
+	snprintf(buf, size, "rip 0x%llx (%s, cs 0x%x), rsp 0x%llx, interrupts %s",
 		 (unsigned long long)regs.rip, x86_cpu_mode(&sregs),
 		 sregs.cs.selector, (unsigned long long)regs.rsp,
 		 regs.rflags & X86_EFLAGS_IF ? "on" : "off");

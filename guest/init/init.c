@@ -358,8 +358,10 @@ static void kmsg(const char *fmt, ...)
 	va_start(ap, fmt);
 	n = vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	if (n <= 0)
+		return;
 	fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || n <= 0)
+	if (fd < 0)
 		return;
 	if (write(fd, line, (size_t)n < sizeof(line) ? (size_t)n :
 						      sizeof(line) - 1) < 0)
@@ -383,19 +385,28 @@ static void console_drain(void)
 {
 	unsigned long long start = now_ms(), moved = start, t;
 	unsigned int polls = 0, restarts = 0;
-	bool restarted = false;
-	int queued = 0, last = -1, idle = 0;
+	bool restarted = false, stuck = true;
+	int queued = 0, last = -1, owed = -1, sent = 0;
 
 	for (t = start; t - start < DRAIN_MAX_MS; t = now_ms()) {
-		idle = console_idle(&queued);
-		if (idle)
+		int idle = console_idle(&queued);
+
+		if (idle || (owed >= 0 && sent >= owed)) {
+			/* what was queued when we came is out: writers that
+			 * go on are not waited for */
+			stuck = false;
 			break;
-		if (queued != last) {
+		}
+		if (owed < 0)
+			owed = queued;
+		/* only a shorter queue is progress; a longer one is more */
+		if (last >= 0 && queued < last) {
+			sent += last - queued;
 			moved = t;
 			polls = 0;
 			restarted = false;
-			last = queued;
 		}
+		last = queued;
 		if (t - moved >= DRAIN_STALL_MS &&
 		    polls >= DRAIN_STALL_MS / DRAIN_POLL_MS)
 			break;
@@ -412,7 +423,7 @@ static void console_drain(void)
 	if (restarts)
 		kmsg("<3>lkvm-init: console output stalled with bytes queued; "
 		     "restarted its transmitter %u times\n", restarts);
-	if (!idle)
+	if (stuck)
 		kmsg("<3>lkvm-init: console still had %d bytes queued after "
 		     "%llu ms\n", queued, now_ms() - start);
 }
@@ -511,6 +522,13 @@ static void debug_exit(int status)
 static __attribute__((noreturn)) void end_vm(int status,
 					      enum status_mode mode)
 {
+	/*
+	 * Drained first while the command's session leader still holds the
+	 * console (reboot or poweroff from inside can end the VM while the
+	 * command runs), and again after everything is gone: killing the
+	 * leader hangs the tty up and drops what it still queues.
+	 */
+	console_drain();
 	kill_all();
 	sync();
 	console_drain();
