@@ -281,7 +281,7 @@ static const char *mp_state_name(uint32_t state)
 		[KVM_MP_STATE_STOPPED] = "stopped",
 	};
 
-	if (state < sizeof(names) / sizeof(names[0]) && names[state])
+	if (state < ARRAY_SIZE(names) && names[state])
 		return names[state];
 	return "unknown";
 }
@@ -300,7 +300,7 @@ void vcpus_report(struct vm *vm)
 		return;
 	for (i = 0; i < vm->nr_vcpus; i++) {
 		struct vcpu *vcpu = &vm->vcpus[i];
-		char where[96] = "registers unreadable";
+		char where[96];
 
 		if (vcpu->fd < 0 || vcpu->started)
 			continue;

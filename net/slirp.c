@@ -75,6 +75,7 @@ struct slirp_timer {
  *  - stop_fd: written once by slirp_close(), watched by the slirp thread.
  */
 struct slirp_net {
+	const struct slirp_lib *lib;	/* set at open, then read-only */
 	Slirp *slirp;
 	int dev_fd;
 	int peer_fd;
@@ -324,7 +325,7 @@ static void slirp_run_timers(struct slirp_net *sn)
 		if (!t)
 			return;
 		t->expire_ms = -1;
-		slirp_lib()->handle_timer(sn->slirp, t->id, t->cb_opaque);
+		sn->lib->handle_timer(sn->slirp, t->id, t->cb_opaque);
 	}
 }
 
@@ -348,7 +349,7 @@ static void slirp_from_guest(struct slirp_net *sn)
 				     n);
 			continue;
 		}
-		slirp_lib()->input(sn->slirp, sn->frame + hdr_len, n - hdr_len);
+		sn->lib->input(sn->slirp, sn->frame + hdr_len, n - hdr_len);
 	}
 }
 
@@ -365,7 +366,7 @@ static bool slirp_poll_once(struct slirp_net *sn)
 		.fd = sn->peer_fd, .events = POLLIN,
 	};
 	sn->nr_pfds = SLIRP_PFD_FIXED;
-	slirp_lib()->pollfds_fill(sn->slirp, &timeout, slirp_add_poll, sn);
+	sn->lib->pollfds_fill(sn->slirp, &timeout, slirp_add_poll, sn);
 	timeout = slirp_timers_timeout(sn, timeout);
 	n = poll(sn->pfds, sn->nr_pfds,
 		 timeout == UINT32_MAX ? -1 : (int)MIN(timeout, (uint32_t)INT32_MAX));
@@ -375,7 +376,7 @@ static bool slirp_poll_once(struct slirp_net *sn)
 	}
 	if (n > 0 && sn->pfds[SLIRP_PFD_STOP].revents)
 		return false;
-	slirp_lib()->pollfds_poll(sn->slirp, n < 0, slirp_get_revents, sn);
+	sn->lib->pollfds_poll(sn->slirp, n < 0, slirp_get_revents, sn);
 	if (n > 0 && (sn->pfds[SLIRP_PFD_PEER].revents & POLLIN))
 		slirp_from_guest(sn);
 	slirp_run_timers(sn);
@@ -427,7 +428,7 @@ static void slirp_net_free(struct slirp_net *sn)
 	}
 	/* The thread is gone: libslirp is this thread's now. */
 	if (sn->slirp)
-		slirp_lib()->cleanup(sn->slirp);
+		sn->lib->cleanup(sn->slirp);
 	while (sn->timers)
 		slirp_timer_free(sn->timers, sn);
 	if (sn->dev_fd >= 0)
@@ -492,7 +493,7 @@ static Slirp *slirp_create(struct slirp_net *sn)
 		/* 10.0.2.2 reaches the host's own services, as with QEMU. */
 		.disable_host_loopback = false,
 	};
-	Slirp *slirp = slirp_lib()->new(&c, &slirp_callbacks, sn);
+	Slirp *slirp = sn->lib->new(&c, &slirp_callbacks, sn);
 
 	if (!slirp)
 		pr_err("user net: libslirp refused its configuration");
@@ -510,8 +511,8 @@ static int slirp_add_fwd(struct slirp_net *sn, const struct net_hostfwd *fwd)
 	inet_ntop(AF_INET, &fwd->host_addr, host_s, sizeof(host_s));
 	inet_ntop(AF_INET, &guest, guest_s, sizeof(guest_s));
 	errno = 0;
-	if (slirp_lib()->add_hostfwd(sn->slirp, fwd->udp, fwd->host_addr,
-			      fwd->host_port, guest, fwd->guest_port) < 0) {
+	if (sn->lib->add_hostfwd(sn->slirp, fwd->udp, fwd->host_addr,
+				 fwd->host_port, guest, fwd->guest_port) < 0) {
 		pr_err("-n user: hostfwd %s %s:%u: cannot listen on the host%s%s",
 		       proto, host_s, fwd->host_port, errno ? ": " : "",
 		       errno ? strerror(errno) : "");
@@ -593,7 +594,8 @@ int slirp_backend_open(struct net_backend *be, const struct net_config *cfg)
 		pr_err("out of memory");
 		return -1;
 	}
-	if (!slirp_lib()) {
+	sn->lib = slirp_lib();
+	if (!sn->lib) {
 		free(sn);
 		return -1;
 	}

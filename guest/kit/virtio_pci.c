@@ -578,22 +578,11 @@ static bool irr_any(void)
 	return false;
 }
 
-unsigned int vio_irq_accept(void)
-{
-	unsigned long before = vio_irqs_taken;
-	unsigned int i;
-
-	if (!idt_loaded)
-		idt_load();
-	/*
-	 * sti; hlt cannot sleep past an interrupt that is already pending,
-	 * and the IRR says one is: each round takes at least one.
-	 */
-	for (i = 0; i < 256 && irr_any(); i++)
-		asm volatile("sti; hlt; cli" ::: "memory");
-	return vio_irqs_taken - before;
-}
-
+/*
+ * sti; hlt cannot sleep past an interrupt that is already pending, and
+ * the IRR says one is; sti's one-instruction shadow ends at hlt: one
+ * interrupt, then cli.
+ */
 bool vio_irq_accept_one(void)
 {
 	unsigned long before = vio_irqs_taken;
@@ -602,7 +591,16 @@ bool vio_irq_accept_one(void)
 		idt_load();
 	if (!irr_any())
 		return false;
-	/* sti's one-instruction shadow ends at hlt: one interrupt, then cli */
 	asm volatile("sti; hlt; cli" ::: "memory");
 	return vio_irqs_taken != before;
+}
+
+unsigned int vio_irq_accept(void)
+{
+	unsigned long before = vio_irqs_taken;
+	unsigned int i;
+
+	for (i = 0; i < 256 && vio_irq_accept_one(); i++)
+		;
+	return vio_irqs_taken - before;
 }

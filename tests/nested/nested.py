@@ -602,11 +602,12 @@ def run_l1(jobs, files, l1_kernel=None, workdir=None, lkvm=LKVM_STATIC,
     names = " ".join(j.name for j in lost)
     for j in lost:
         r = res.jobs[j.name]
+        how = ("timed out" if L2_TIMEOUT in "\n".join(r.console)
+               else "triple fault")
+        where = l2_vcpus(r)
         RERUNS.append("L2 %s was lost after %s s (%s) without a kernel"
                       " message; run once more in a fresh L1%s" % (
-                          j.name, r.time, "timed out" if L2_TIMEOUT in
-                          "\n".join(r.console) else "triple fault",
-                          "; " + l2_vcpus(r) if l2_vcpus(r) else ""))
+                          j.name, r.time, how, "; " + where if where else ""))
     sys.stderr.write("nested: L2 %s lost without a kernel message;"
                      " running it once more in a fresh L1\n" % names)
     again = run_l1(lost, files, l1_kernel, os.path.join(workdir, "rerun"),
