@@ -6,7 +6,7 @@ BENCH_TARGETS += bench-boot
 
 # Benches that boot guests run where the guest kit runs: on the host's
 # KVM, or in a nested L1 (figures then labelled TCG-distorted).
-BENCH_EXEC := $(TIER) exec --needs-kvm
+BENCH_EXEC = $(TIER) exec --needs-kvm
 
 bench-boot: $(LKVM_BIN) guest-kit
 	$(BENCH_EXEC) bench-boot /usr/bin/python3 tests/bench/boot_bench.py
