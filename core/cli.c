@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "lkvm/cli.h"
+#include "lkvm/iothread.h"
 #include "lkvm/util.h"
+#include "lkvm/virtio/poll.h"
 
 enum {
 	OPT_NAME = 0x100,
@@ -23,6 +25,8 @@ enum {
 	OPT_TRANSPORT,
 	OPT_NO_IOEVENTFD,
 	OPT_MMIO_CMDLINE,
+	OPT_POLL,
+	OPT_IOTHREADS,
 };
 
 static const struct option run_options[] = {
@@ -42,6 +46,8 @@ static const struct option run_options[] = {
 	{ "virtio-transport", required_argument, NULL, OPT_TRANSPORT },
 	{ "no-ioeventfd", no_argument,	   NULL, OPT_NO_IOEVENTFD },
 	{ "mmio-cmdline", no_argument,	   NULL, OPT_MMIO_CMDLINE },
+	{ "poll",	required_argument, NULL, OPT_POLL },
+	{ "iothreads",	required_argument, NULL, OPT_IOTHREADS },
 	{ "verbose",	no_argument,	   NULL, 'v' },
 	{ "quiet",	no_argument,	   NULL, 'q' },
 	{ "help",	no_argument,	   NULL, 'h' },
@@ -65,7 +71,7 @@ void cli_usage_run(void)
 "  -f, --firmware FILE   raw firmware image (<= 256 KiB, multiple of 4 KiB),\n"
 "                        mapped to end at 1 MiB and 4 GiB; starts at the\n"
 "                        reset vector in real mode\n"
-"  -d, --disk PATH[,ro][,direct]\n"
+"  -d, --disk PATH[,ro][,direct][,poll=MODE]\n"
 "                        a virtio-blk disk: raw image or block device,\n"
 "                        locked while in use; repeatable (up to %d)\n"
 "  -n, --network mode=tap|user|none[,guest_mac=XX:XX:XX:XX:XX:XX]...\n"
@@ -81,12 +87,22 @@ void cli_usage_run(void)
 "                        loopback at 10.0.2.2;\n"
 "                        hostfwd=tcp|udp:[HOSTADDR]:PORT-[GUESTADDR]:PORT\n"
 "                        (HOSTADDR 127.0.0.1 unless given)\n"
+"                        poll=MODE: this card's --poll mode\n"
 "      --virtio-transport pci|pci-legacy|mmio\n"
 "                        how virtio devices appear: modern virtio-pci with\n"
 "                        MSI-X (default), legacy virtio-pci (I/O BAR,\n"
 "                        INTx) for old kernels, or virtio-mmio (in ACPI)\n"
 "      --no-ioeventfd    serve queue notifies in vCPU threads (to measure\n"
-"                        what ioeventfd saves)\n"
+"                        what ioeventfd saves); no polling then\n"
+"      --poll off|auto|on[,max_us=N][,start_rate=N][,stop_idle_ms=N]\n"
+"                        virtqueue polling by the I/O threads: auto\n"
+"                        (default) polls a queue kicked start_rate times\n"
+"                        a second or more (%u), for an adaptive window of\n"
+"                        up to max_us (%u) after its last request, and\n"
+"                        stops after stop_idle_ms (%u) without work; on:\n"
+"                        always, window max_us; off: never\n"
+"      --iothreads N     serve every queue from N shared I/O threads\n"
+"                        (default: a thread per disk and per queue pair)\n"
 "      --mmio-cmdline    also list virtio-mmio devices on the kernel command\n"
 "                        line (virtio_mmio.device=), for kernels without ACPI\n"
 "      --name NAME       a name for the VM\n"
@@ -112,7 +128,8 @@ void cli_usage_run(void)
 "  124   --timeout expired\n"
 "  128+N lkvm was stopped by signal N\n",
 	DEFAULT_MEM_MIB, MIN_MEM_MIB, LKVM_MAX_CPUS, LKVM_MAX_DISKS,
-	LKVM_MAX_NICS, 0x501);
+	LKVM_MAX_NICS, VIRTIO_POLL_DEFAULT_START_RATE,
+	VIRTIO_POLL_DEFAULT_MAX_US, VIRTIO_POLL_DEFAULT_STOP_IDLE_MS, 0x501);
 }
 
 static int parse_bounded(const char *opt, const char *arg, uint64_t min,
@@ -226,6 +243,14 @@ static int parse_option(int opt, struct vm_config *cfg)
 		return disk_parse_option(optarg, &cfg->disks[cfg->nr_disks++]);
 	case OPT_TRANSPORT:
 		return parse_transport(optarg, &cfg->transport);
+	case OPT_POLL:
+		return virtio_poll_parse(optarg, &cfg->poll);
+	case OPT_IOTHREADS:
+		if (parse_bounded("--iothreads", optarg, 1, IOTHREAD_POOL_MAX,
+				  &v))
+			return -1;
+		cfg->nr_iothreads = v;
+		return 0;
 	case 'n':
 		if (cfg->nr_nics == LKVM_MAX_NICS) {
 			pr_err("-n: at most %d network cards", LKVM_MAX_NICS);
@@ -300,6 +325,7 @@ enum cli_result cli_parse_run(int argc, char **argv, struct vm_config *cfg)
 	cfg->mem_mib = DEFAULT_MEM_MIB;
 	cfg->nr_cpus = 1;
 	cfg->transport = VIRTIO_TRANSPORT_PCI;
+	virtio_poll_config_default(&cfg->poll);
 	optind = 0;	/* 0: glibc re-initialises fully, so tests can parse twice */
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":k:i:p:m:c:f:d:n:vqh", run_options,

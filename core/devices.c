@@ -2,13 +2,15 @@
 /*
  * User-requested devices: one virtio-blk per -d, one virtio-net per -n, on
  * the chosen transport, each taking over the disk or backend the inputs
- * opened. Owned by the main thread, which creates them before the vCPUs
- * start and stops them after the vCPUs are gone.
+ * opened, and with --iothreads the shared I/O threads that serve them.
+ * Owned by the main thread, which creates them before the vCPUs start and
+ * stops them after the vCPUs are gone.
  */
 #include <stdio.h>
 
 #include "lkvm/devices.h"
 #include "lkvm/inputs.h"
+#include "lkvm/iothread.h"
 #include "lkvm/util.h"
 #include "lkvm/virtio/blk.h"
 #include "lkvm/virtio/device.h"
@@ -16,6 +18,7 @@
 #include "lkvm/vm.h"
 
 struct vm_devices {
+	struct iothread_pool pool;	/* --iothreads; empty otherwise */
 	unsigned int nr_blk;
 	struct virtio_blk *blk[LKVM_MAX_DISKS];
 	unsigned int nr_net;
@@ -29,6 +32,22 @@ static const char *const transport_names[] = {
 	[VIRTIO_TRANSPORT_MMIO] = "mmio",
 };
 
+/* --poll, with the device's own poll= mode when it has one. */
+static struct virtio_poll_config device_poll(const struct vm_config *cfg,
+					     enum virtio_poll_mode mode)
+{
+	struct virtio_poll_config poll = cfg->poll;
+
+	if (mode != VIRTIO_POLL_UNSET)
+		poll.mode = mode;
+	return poll;
+}
+
+static struct iothread_pool *devices_pool(struct vm_devices *d)
+{
+	return d->pool.nr ? &d->pool : NULL;
+}
+
 static int devices_create_nics(struct vm *vm, struct vm_devices *d,
 			       struct vm_inputs *in)
 {
@@ -41,6 +60,8 @@ static int devices_create_nics(struct vm *vm, struct vm_devices *d,
 			.backend = &in->nets[i],
 			.transport = cfg->transport,
 			.use_ioeventfd = !cfg->no_ioeventfd,
+			.poll = device_poll(cfg, cfg->nics[i].poll),
+			.pool = devices_pool(d),
 		};
 
 		if (cfg->nics[i].mode == NET_MODE_NONE)
@@ -62,6 +83,9 @@ int devices_create(struct vm *vm, struct vm_inputs *in)
 	if (!d)
 		return -1;
 	vm->devices = d;
+	if (cfg->nr_iothreads && !cfg->no_ioeventfd &&
+	    iothread_pool_create(&d->pool, vm, cfg->nr_iothreads))
+		return -1;
 	for (i = 0; i < in->nr_disks; i++) {
 		struct virtio_blk_options opts = {
 			.disk = &in->disks[i],
@@ -69,6 +93,8 @@ int devices_create(struct vm *vm, struct vm_inputs *in)
 			/* A queue per vCPU: no vCPU waits on another's. */
 			.nr_queues = MIN(cfg->nr_cpus, (unsigned int)VIRTIO_MAX_QUEUES - 1),
 			.use_ioeventfd = !cfg->no_ioeventfd,
+			.poll = device_poll(cfg, cfg->disks[i].poll),
+			.pool = devices_pool(d),
 		};
 
 		d->blk[i] = virtio_blk_create(vm, &opts);
@@ -76,7 +102,9 @@ int devices_create(struct vm *vm, struct vm_inputs *in)
 			return -1;
 		d->nr_blk++;
 	}
-	return devices_create_nics(vm, d, in);
+	if (devices_create_nics(vm, d, in))
+		return -1;
+	return iothread_pool_start(&d->pool);
 }
 
 void devices_stop(struct vm *vm)
@@ -85,6 +113,8 @@ void devices_stop(struct vm *vm)
 
 	if (!vm->devices)
 		return;
+	/* No shared thread may serve a queue its device is tearing down. */
+	iothread_pool_stop(&vm->devices->pool);
 	for (i = 0; i < vm->devices->nr_blk; i++)
 		virtio_blk_destroy(vm->devices->blk[i]);
 	vm->devices->nr_blk = 0;
@@ -119,24 +149,6 @@ void devices_report_unused(struct vm *vm)
 				i, transport_option(vm->cfg->transport));
 }
 
-static void write_queue_stats(FILE *f, const struct virtio_device *vdev)
-{
-	unsigned int i;
-
-	fprintf(f, "\"queues\":[");
-	for (i = 0; i < vdev->nr_queues; i++) {
-		const struct virtio_queue *q = &vdev->queues[i];
-
-		fprintf(f, "%s{\"kicks_eventfd\":%llu,\"kicks_exit\":%llu,"
-			"\"interrupts\":%llu,\"requests\":%llu}", i ? "," : "",
-			(unsigned long long)q->kicks_eventfd,
-			(unsigned long long)q->kicks_exit,
-			(unsigned long long)q->interrupts,
-			(unsigned long long)q->requests);
-	}
-	fprintf(f, "]");
-}
-
 static void write_device_stats(FILE *f, struct vm *vm, const char *type,
 			       const struct virtio_device *vdev, bool first)
 {
@@ -145,7 +157,10 @@ static void write_device_stats(FILE *f, struct vm *vm, const char *type,
 		first ? "" : ",", type, transport_names[vm->cfg->transport],
 		vdev->driver_seen ? "true" : "false", vdev->status,
 		vdev->times_broken);
-	write_queue_stats(f, vdev);
+	fprintf(f, "\"poll\":\"%s\",",
+		virtio_poll_mode_name(vdev->use_ioeventfd ? vdev->poll_cfg.mode
+							  : VIRTIO_POLL_OFF));
+	virtio_device_write_queue_stats(vdev, f);
 	if (vdev->ops->write_stats) {
 		fprintf(f, ",");
 		vdev->ops->write_stats((struct virtio_device *)vdev, f);

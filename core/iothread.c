@@ -4,6 +4,11 @@
  * their handlers; a private eventfd stops it. Sources come and go with
  * epoll_ctl, which is thread-safe, so a vCPU thread (a driver enabling a
  * queue) can register an ioeventfd while the loop runs.
+ *
+ * While some poller is active the loop does not sleep: each turn it calls
+ * every active poller, then collects whatever events are ready without
+ * waiting. A poller leaves when its window passes with no work; when none
+ * is left the loop sleeps in epoll_wait again.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +16,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "lkvm/iothread.h"
@@ -18,16 +24,31 @@
 #include "lkvm/vm.h"
 
 #define IOTHREAD_MAX_EVENTS	32
+/*
+ * While pollers keep the thread awake it still looks at its fds, without
+ * waiting, this often: a syscall each turn would cost more than the
+ * polling it interleaves with.
+ */
+#define IOTHREAD_SPIN_EPOLL_NS	5000
 
-/* The loop and its stop source belong to the thread; the rest is fixed. */
+/*
+ * The loop, its stop source and its pollers belong to the thread; name
+ * and id are fixed; the CPU times are written by the thread as it ends
+ * and read after the join. `next` links the VM's list (main thread).
+ */
 struct iothread {
 	struct vm *vm;
 	char name[16];
+	unsigned int id;
 	int epfd;
 	struct io_source stop;
 	pthread_t thread;
 	bool running;
 	bool stopping;
+	struct io_poller *pollers;	/* active ones */
+	uint64_t epoll_ns;		/* last look at the fds while spinning */
+	uint64_t user_us, sys_us;	/* CPU time, once the thread ended */
+	struct iothread *next;
 };
 
 static void iothread_stop_handler(struct io_source *src, uint32_t events)
@@ -40,16 +61,26 @@ static void iothread_stop_handler(struct io_source *src, uint32_t events)
 	t->stopping = true;
 }
 
+static void iothread_register(struct vm *vm, struct iothread *t)
+{
+	struct iothread **pp = &vm->iothreads;
+
+	while (*pp) {
+		t->id++;
+		pp = &(*pp)->next;
+	}
+	*pp = t;
+}
+
 struct iothread *iothread_create(struct vm *vm, const char *name)
 {
-	struct iothread *t = calloc(1, sizeof(*t));
+	struct iothread *t = vm_zalloc(vm, sizeof(*t));
 
-	if (!t) {
-		pr_err("out of memory");
+	if (!t)
 		return NULL;
-	}
 	t->vm = vm;
 	snprintf(t->name, sizeof(t->name), "%s", name);
+	iothread_register(vm, t);
 	t->epfd = epoll_create1(EPOLL_CLOEXEC);
 	t->stop.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	t->stop.handler = iothread_stop_handler;
@@ -83,6 +114,93 @@ void iothread_del(struct iothread *t, struct io_source *src)
 			strerror(errno));
 }
 
+void iothread_poll_start(struct iothread *t, struct io_poller *p,
+			 uint64_t window_ns)
+{
+	p->window_ns = window_ns;
+	p->deadline_ns = now_ns() + window_ns;
+	if (p->active)
+		return;
+	p->active = true;
+	p->next = t->pollers;
+	t->pollers = p;
+}
+
+/* Has p's window passed without work, and has it agreed to stop? */
+static bool iothread_poller_done(struct io_poller *p, uint64_t now)
+{
+	if (now < p->deadline_ns)
+		return false;
+	if (!p->stop(p))
+		return true;
+	/* work came in as it stopped: once more, then a fresh window */
+	p->deadline_ns = now + p->window_ns;
+	return false;
+}
+
+/*
+ * One turn over the active pollers. A poller's handler time does not
+ * count against its window: the deadline is set after it returns.
+ * True while some poller wants the thread awake; *now is the time then.
+ */
+static bool iothread_run_pollers(struct iothread *t, uint64_t *now_out)
+{
+	struct io_poller **pp = &t->pollers, *p;
+	uint64_t now = now_ns();
+
+	while ((p = *pp)) {
+		enum io_poll_result r = p->poll(p);
+		bool done = false;
+
+		if (r == IO_POLL_WORK) {
+			now = now_ns();
+			p->deadline_ns = now + p->window_ns;
+		} else {
+			done = r == IO_POLL_GONE || iothread_poller_done(p, now);
+		}
+		if (done) {
+			p->active = false;
+			*pp = p->next;
+		} else {
+			pp = &p->next;
+		}
+	}
+	*now_out = now;
+	return t->pollers;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* Should a spinning thread skip this turn's look at its fds? */
+static bool iothread_skip_epoll(struct iothread *t, bool spin, uint64_t now)
+{
+	if (!spin)
+		return false;
+	if (now - t->epoll_ns < IOTHREAD_SPIN_EPOLL_NS) {
+		cpu_relax();
+		return true;
+	}
+	t->epoll_ns = now;
+	return false;
+}
+
+static void iothread_account_cpu(struct iothread *t)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return;
+	t->user_us = ru.ru_utime.tv_sec * 1000000ULL + ru.ru_utime.tv_usec;
+	t->sys_us = ru.ru_stime.tv_sec * 1000000ULL + ru.ru_stime.tv_usec;
+}
+
 static void *iothread_loop(void *arg)
 {
 	struct iothread *t = arg;
@@ -90,8 +208,13 @@ static void *iothread_loop(void *arg)
 
 	pthread_setname_np(pthread_self(), t->name);
 	while (!t->stopping) {
-		int i, n = epoll_wait(t->epfd, ev, IOTHREAD_MAX_EVENTS, -1);
+		uint64_t now;
+		bool spin = iothread_run_pollers(t, &now);
+		int i, n;
 
+		if (iothread_skip_epoll(t, spin, now))
+			continue;
+		n = epoll_wait(t->epfd, ev, IOTHREAD_MAX_EVENTS, spin ? 0 : -1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -105,6 +228,7 @@ static void *iothread_loop(void *arg)
 			src->handler(src, ev[i].events);
 		}
 	}
+	iothread_account_cpu(t);
 	return NULL;
 }
 
@@ -141,10 +265,74 @@ void iothread_destroy(struct iothread *t)
 		close(t->stop.fd);
 	if (t->epfd >= 0)
 		close(t->epfd);
-	free(t);
+	t->stop.fd = t->epfd = -1;
 }
 
 bool iothread_is_current(const struct iothread *t)
 {
-	return t->running && pthread_equal(pthread_self(), t->thread);
+	return t && t->running && pthread_equal(pthread_self(), t->thread);
+}
+
+unsigned int iothread_id(const struct iothread *t)
+{
+	return t->id;
+}
+
+void iothreads_write_stats(struct vm *vm, FILE *f)
+{
+	const struct iothread *t;
+
+	fprintf(f, "\"iothreads\":[");
+	for (t = vm->iothreads; t; t = t->next)
+		fprintf(f, "%s{\"id\":%u,\"name\":\"%s\",\"user_ms\":%.3f,"
+			"\"sys_ms\":%.3f}", t->id ? "," : "", t->id, t->name,
+			t->user_us / 1e3, t->sys_us / 1e3);
+	fprintf(f, "]");
+}
+
+int iothread_pool_create(struct iothread_pool *pool, struct vm *vm,
+			 unsigned int nr)
+{
+	unsigned int i;
+
+	memset(pool, 0, sizeof(*pool));
+	for (i = 0; i < nr && i < IOTHREAD_POOL_MAX; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "io%u", i);
+		pool->threads[i] = iothread_create(vm, name);
+		if (!pool->threads[i])
+			return -1;
+		pool->nr++;
+	}
+	return 0;
+}
+
+int iothread_pool_start(struct iothread_pool *pool)
+{
+	unsigned int i;
+
+	for (i = 0; i < pool->nr; i++)
+		if (iothread_start(pool->threads[i]))
+			return -1;
+	return 0;
+}
+
+void iothread_pool_stop(struct iothread_pool *pool)
+{
+	unsigned int i;
+
+	for (i = 0; i < pool->nr; i++)
+		iothread_stop(pool->threads[i]);
+}
+
+struct iothread *iothread_pool_next(struct iothread_pool *pool)
+{
+	struct iothread *t;
+
+	if (!pool || !pool->nr)
+		return NULL;
+	t = pool->threads[pool->next % pool->nr];
+	pool->next++;
+	return t;
 }

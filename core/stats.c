@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "lkvm/devices.h"
+#include "lkvm/iothread.h"
 #include "lkvm/stats.h"
 #include "lkvm/util.h"
 #include "lkvm/vm.h"
@@ -148,6 +149,8 @@ int stats_write(struct vm *vm, const char *path, double wall_ms)
 	write_bus(f, "pio_devices", &vm->pio);
 	write_bus(f, "mmio_devices", &vm->mmio);
 	write_vcpus(f, vm);
+	fputc(',', f);
+	iothreads_write_stats(vm, f);
 	fputc(',', f);
 	devices_write_stats(vm, f);
 	fprintf(f, "}\n");

@@ -31,6 +31,7 @@ int disk_parse_option(const char *arg, struct disk_config *cfg)
 	}
 	memcpy(cfg->path_buf, arg, len);
 	cfg->path = cfg->path_buf;
+	cfg->poll = VIRTIO_POLL_UNSET;
 	while (opt) {
 		const char *name = opt + 1, *next = strchr(name, ',');
 		size_t n = next ? (size_t)(next - name) : strlen(name);
@@ -39,8 +40,14 @@ int disk_parse_option(const char *arg, struct disk_config *cfg)
 			cfg->readonly = true;
 		} else if (n == 6 && !strncmp(name, "direct", 6)) {
 			cfg->direct = true;
+		} else if (n > 5 && !strncmp(name, "poll=", 5)) {
+			if (virtio_poll_parse_mode(name + 5, n - 5, &cfg->poll)) {
+				pr_err("-d '%s': poll must be off, auto or on",
+				       arg);
+				return -1;
+			}
 		} else {
-			pr_err("-d '%s': unknown disk option '%.*s' (ro, direct)",
+			pr_err("-d '%s': unknown disk option '%.*s' (ro, direct, poll=)",
 			       arg, (int)n, name);
 			return -1;
 		}

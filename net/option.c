@@ -3,6 +3,7 @@
  * The -n option, kvmtool's spelling:
  *   -n mode=tap|user|none[,tapif=NAME][,guest_mac=MAC][,queues=N]
  *      [,script=PATH][,hostfwd=tcp:[HOSTADDR]:PORT-[GUESTADDR]:PORT]...
+ *      [,poll=off|auto|on]
  * and the short forms "tap", "user" and "none", which may also lead the
  * settings ("user,hostfwd=...").
  */
@@ -122,6 +123,9 @@ static int net_parse_pair(const char *arg, const char *key, const char *val,
 		/* kvmtool's "script=none": configure nothing. */
 		if (strcmp(val, "none"))
 			snprintf(cfg->script, sizeof(cfg->script), "%s", val);
+	} else if (!strcmp(key, "poll")) {
+		if (virtio_poll_parse_mode(val, strlen(val), &cfg->poll))
+			goto bad;
 	} else if (!strcmp(key, "hostfwd")) {
 		if (cfg->nr_hostfwd == NET_MAX_HOSTFWD) {
 			pr_err("-n '%s': at most %d hostfwd rules", arg,
@@ -132,7 +136,7 @@ static int net_parse_pair(const char *arg, const char *key, const char *val,
 			goto bad;
 		cfg->nr_hostfwd++;
 	} else {
-		pr_err("-n '%s': unknown setting '%s' (mode, tapif, guest_mac, queues, script, hostfwd)",
+		pr_err("-n '%s': unknown setting '%s' (mode, tapif, guest_mac, queues, script, hostfwd, poll)",
 		       arg, key);
 		return -1;
 	}
@@ -165,6 +169,7 @@ int net_parse_option(const char *arg, struct net_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->mode = NET_MODE_TAP;
 	cfg->queues = 1;
+	cfg->poll = VIRTIO_POLL_UNSET;
 	if (!parse_mode(arg, &cfg->mode))
 		return 0;
 	if (strlen(arg) >= sizeof(buf)) {

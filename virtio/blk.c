@@ -33,11 +33,13 @@
  * Requests are served by whichever thread serves a queue (the I/O thread,
  * or a vCPU with --no-ioeventfd) under that queue's lock; the disk takes
  * positional I/O only, so queues served at once do not disturb each other.
+ * iothread is the device's own, NULL when its queues are on a pool's.
  */
 struct virtio_blk {
 	struct virtio_device vdev;
 	struct disk disk;
 	struct iothread *iothread;
+	bool stopped;
 	struct virtio_blk_config config;
 	uint64_t capacity;		/* sectors */
 };
@@ -290,6 +292,19 @@ static uint64_t blk_features(const struct virtio_blk *blk, unsigned int nr_queue
 	return f;
 }
 
+/* Its own thread for every queue, or the pool's threads in turn. */
+static void blk_bind_queues(struct virtio_blk *blk,
+			    struct iothread_pool *pool)
+{
+	unsigned int i;
+
+	for (i = 0; i < blk->vdev.nr_queues; i++) {
+		if (pool)
+			blk->vdev.queues[i].iothread = iothread_pool_next(pool);
+		virtio_queue_allow_poll(&blk->vdev, i);
+	}
+}
+
 struct virtio_blk *virtio_blk_create(struct vm *vm,
 				     const struct virtio_blk_options *opts)
 {
@@ -303,12 +318,17 @@ struct virtio_blk *virtio_blk_create(struct vm *vm,
 	blk->disk = *opts->disk;
 	opts->disk->fd = -1;	/* ours now */
 	blk->capacity = blk->disk.size / BLK_SECTOR;
-	blk->iothread = iothread_create(vm, "blk-io");
-	if (!blk->iothread ||
-	    virtio_device_init(&blk->vdev, vm, &blk_ops, blk, nr_queues,
+	if (!opts->pool) {
+		blk->iothread = iothread_create(vm, "blk-io");
+		if (!blk->iothread)
+			goto fail;
+	}
+	if (virtio_device_init(&blk->vdev, vm, &blk_ops, blk, nr_queues,
 			       BLK_QUEUE_SIZE, blk->iothread,
 			       opts->use_ioeventfd))
 		goto fail;
+	virtio_device_set_poll(&blk->vdev, &opts->poll);
+	blk_bind_queues(blk, opts->pool);
 	blk->vdev.host_features |= blk_features(blk, nr_queues);
 	blk_fill_config(blk, nr_queues);
 	blk->vdev.config = (uint8_t *)&blk->config;
@@ -317,27 +337,31 @@ struct virtio_blk *virtio_blk_create(struct vm *vm,
 				    PCI_CLASS_STORAGE_SCSI,
 				    opts->custom_transport,
 				    opts->custom_transport_priv) ||
-	    iothread_start(blk->iothread))
+	    (blk->iothread && iothread_start(blk->iothread)))
 		goto fail;
 	return blk;
 fail:
 	iothread_destroy(blk->iothread);
 	blk->iothread = NULL;
+	blk->stopped = true;
 	disk_close(&blk->disk);
 	return NULL;
 }
 
+/*
+ * Its own thread stops here; pool threads must have stopped before (the
+ * caller's), so that no thread serves a queue being torn down.
+ */
 void virtio_blk_destroy(struct virtio_blk *blk)
 {
-	if (!blk)
+	if (!blk || blk->stopped)
 		return;
-	if (!blk->iothread)
-		return;	/* already stopped */
 	iothread_stop(blk->iothread);
 	virtio_device_stop(&blk->vdev);
 	iothread_destroy(blk->iothread);
 	blk->iothread = NULL;
 	disk_close(&blk->disk);
+	blk->stopped = true;
 }
 
 struct virtio_device *virtio_blk_device(struct virtio_blk *blk)

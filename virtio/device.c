@@ -27,6 +27,11 @@
 				 (1ULL << VIRTIO_RING_F_INDIRECT_DESC) |	\
 				 (1ULL << VIRTIO_RING_F_EVENT_IDX))
 
+/*
+ * The queue's ioeventfd fired. The fd is the queue's for the device's
+ * whole life, so an event the loop got just before the queue stopped
+ * reads nothing worse than this queue's own count.
+ */
 static void virtio_kick_handler(struct io_source *src, uint32_t events)
 {
 	struct virtio_queue *q = src->opaque;
@@ -36,8 +41,10 @@ static void virtio_kick_handler(struct io_source *src, uint32_t events)
 		return;
 	pthread_mutex_lock(&q->lock);
 	q->kicks_eventfd += count;
-	if (q->live)
+	if (q->live) {
+		virtio_poll_kicked(q->vdev, q, count);
 		q->vdev->ops->queue_kick(q->vdev, q);
+	}
 	pthread_mutex_unlock(&q->lock);
 }
 
@@ -71,8 +78,21 @@ int virtio_device_init(struct virtio_device *vdev, struct vm *vm,
 		q->iothread = iothread;
 		q->msix_vector = 0xffff;	/* VIRTIO_MSI_NO_VECTOR */
 		pthread_mutex_init(&q->lock, NULL);
+		virtio_poll_init(q);
 	}
 	return 0;
+}
+
+void virtio_device_set_poll(struct virtio_device *vdev,
+			    const struct virtio_poll_config *cfg)
+{
+	vdev->poll_cfg = *cfg;
+}
+
+void virtio_queue_allow_poll(struct virtio_device *vdev, unsigned int index)
+{
+	if (index < vdev->nr_queues)
+		vdev->queues[index].poll.allowed = true;
 }
 
 bool virtio_has_feature(const struct virtio_device *vdev, unsigned int bit)
@@ -90,15 +110,38 @@ static void virtio_queue_stop(struct virtio_device *vdev,
 	if (vdev->use_ioeventfd) {
 		uint64_t count;
 
-		iothread_del(q->iothread, &q->kick);
 		vdev->transport->kick_detach(vdev, q);
 		/* Kicks KVM signalled that the loop had not read yet. */
 		if (read(q->kick_fd, &count, sizeof(count)) == sizeof(count))
 			q->kicks_eventfd += count;
 	}
-	close(q->kick_fd);
-	q->kick_fd = -1;
+	virtio_poll_reset(vdev, q);
 	virtq_exit(&q->ring);
+}
+
+/*
+ * The queue's ioeventfd, watched by its thread from the first start on.
+ * Caller holds q->lock.
+ */
+static int virtio_queue_watch(struct virtio_device *vdev,
+			      struct virtio_queue *q)
+{
+	if (q->kick_fd < 0) {
+		q->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (q->kick_fd < 0) {
+			pr_err("virtio-%s: eventfd: %s", vdev->ops->name,
+			       strerror(errno));
+			return -1;
+		}
+		q->kick = (struct io_source) {
+			.fd = q->kick_fd, .handler = virtio_kick_handler,
+			.opaque = q,
+		};
+	}
+	if (!q->kick_watched && iothread_add(q->iothread, &q->kick, EPOLLIN))
+		return -1;
+	q->kick_watched = true;
+	return 0;
 }
 
 /* Caller holds q->lock. Returns -1 when the driver's queue is unusable. */
@@ -113,20 +156,9 @@ static int virtio_queue_start(struct virtio_device *vdev,
 			virtq_error_name(q->ring.error));
 		return -1;
 	}
-	q->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (q->kick_fd < 0) {
-		pr_err("virtio-%s: eventfd: %s", vdev->ops->name, strerror(errno));
-		virtq_exit(&q->ring);
-		return -1;
-	}
-	q->kick = (struct io_source) {
-		.fd = q->kick_fd, .handler = virtio_kick_handler, .opaque = q,
-	};
 	if (vdev->use_ioeventfd &&
-	    (vdev->transport->kick_attach(vdev, q) ||
-	     iothread_add(q->iothread, &q->kick, EPOLLIN))) {
-		close(q->kick_fd);
-		q->kick_fd = -1;
+	    (virtio_queue_watch(vdev, q) ||
+	     vdev->transport->kick_attach(vdev, q))) {
 		virtq_exit(&q->ring);
 		return -1;
 	}
@@ -214,9 +246,17 @@ void virtio_device_stop(struct virtio_device *vdev)
 
 	pthread_mutex_lock(&vdev->lock);
 	for (i = 0; i < vdev->nr_queues; i++) {
-		pthread_mutex_lock(&vdev->queues[i].lock);
-		virtio_queue_stop(vdev, &vdev->queues[i]);
-		pthread_mutex_unlock(&vdev->queues[i].lock);
+		struct virtio_queue *q = &vdev->queues[i];
+
+		pthread_mutex_lock(&q->lock);
+		virtio_queue_stop(vdev, q);
+		if (q->kick_watched)
+			iothread_del(q->iothread, &q->kick);
+		q->kick_watched = false;
+		if (q->kick_fd >= 0)
+			close(q->kick_fd);
+		q->kick_fd = -1;
+		pthread_mutex_unlock(&q->lock);
 	}
 	pthread_mutex_unlock(&vdev->lock);
 }
@@ -347,13 +387,29 @@ void virtio_queue_publish(struct virtio_device *vdev, struct virtio_queue *q)
 	}
 }
 
+/* Has this pass used up its turn (on the queue's own thread only)? */
+static bool serve_budget_spent(bool on_thread, unsigned int *chains,
+			       uint64_t *bytes, const struct virtq_chain *c,
+			       uint32_t written)
+{
+	if (!on_thread)
+		return false;
+	*bytes += (uint64_t)c->out_len + written;
+	return ++*chains >= VIRTIO_SERVE_BUDGET_CHAINS ||
+	       *bytes >= VIRTIO_SERVE_BUDGET_BYTES;
+}
+
 bool virtio_queue_serve(struct virtio_device *vdev, struct virtio_queue *q,
 			virtio_chain_fn handle, void *opaque)
 {
+	bool on_thread = iothread_is_current(q->iothread), worked = false;
+	unsigned int chains = 0;
+	uint64_t bytes = 0;
 	struct virtq_chain c;
 	uint32_t written;
 	int ret;
 
+	q->poll.polled = false;
 	do {
 		virtq_enable_notify(&q->ring, false);
 		while ((ret = virtq_pop(&q->ring, &c)) > 0) {
@@ -365,7 +421,14 @@ bool virtio_queue_serve(struct virtio_device *vdev, struct virtio_queue *q,
 				return false;
 			}
 			q->requests++;
+			worked = true;
 			virtq_push(&q->ring, c.head, written);
+			if (serve_budget_spent(on_thread, &chains, &bytes, &c,
+					       written)) {
+				virtio_queue_publish(vdev, q);
+				virtio_poll_keep(vdev, q, true, true);
+				return true;
+			}
 		}
 		virtio_queue_publish(vdev, q);
 		if (ret < 0) {
@@ -373,6 +436,8 @@ bool virtio_queue_serve(struct virtio_device *vdev, struct virtio_queue *q,
 					     virtq_error_name(q->ring.error));
 			return false;
 		}
+		if (virtio_poll_keep(vdev, q, false, worked))
+			return true;
 		virtq_enable_notify(&q->ring, true);
 	} while (virtq_has_avail(&q->ring));
 	return true;
@@ -395,6 +460,29 @@ void virtio_device_broken(struct virtio_device *vdev, struct virtio_queue *q,
 		pr_debug("virtio-%s: queue %u: %s: device needs a reset",
 			 vdev->ops->name, q ? q->index : 0, why);
 	vdev->transport->signal_config(vdev);
+}
+
+void virtio_device_write_queue_stats(const struct virtio_device *vdev,
+				     FILE *f)
+{
+	unsigned int i;
+
+	fprintf(f, "\"queues\":[");
+	for (i = 0; i < vdev->nr_queues; i++) {
+		const struct virtio_queue *q = &vdev->queues[i];
+
+		fprintf(f, "%s{\"kicks_eventfd\":%llu,\"kicks_exit\":%llu,"
+			"\"interrupts\":%llu,\"requests\":%llu,",
+			i ? "," : "", (unsigned long long)q->kicks_eventfd,
+			(unsigned long long)q->kicks_exit,
+			(unsigned long long)q->interrupts,
+			(unsigned long long)q->requests);
+		if (q->iothread && vdev->use_ioeventfd)
+			fprintf(f, "\"iothread\":%u,", iothread_id(q->iothread));
+		virtio_poll_write_stats(vdev, q, f);
+		fputc('}', f);
+	}
+	fprintf(f, "]");
 }
 
 int virtio_transport_attach(struct vm *vm, struct virtio_device *vdev,

@@ -341,7 +341,8 @@ static uint64_t net_features(const struct virtio_net *net)
 	return f;
 }
 
-static int net_create_pairs(struct virtio_net *net, struct vm *vm)
+static int net_create_pairs(struct virtio_net *net, struct vm *vm,
+			    struct iothread_pool *pool)
 {
 	unsigned int i;
 
@@ -368,22 +369,33 @@ static int net_create_pairs(struct virtio_net *net, struct vm *vm)
 			       net->backend.name, strerror(errno));
 			return -1;
 		}
+		if (pool) {
+			p->iothread = iothread_pool_next(pool);
+			continue;
+		}
 		snprintf(name, sizeof(name), "net-io%u", i);
-		p->iothread = iothread_create(vm, name);
+		p->iothread = p->own_iothread = iothread_create(vm, name);
 		if (!p->iothread)
 			return -1;
 	}
 	return 0;
 }
 
-/* Pair i's queues on pair i's thread; the control queue on the last. */
+/*
+ * Pair i's queues on pair i's thread; the control queue on the last.
+ * Only transmit queues poll: receive queues wait for the backend, and
+ * the control queue for a rare command.
+ */
 static void net_bind_queues(struct virtio_net *net)
 {
 	unsigned int i;
 
-	for (i = 0; i < net->vdev.nr_queues; i++)
+	for (i = 0; i < net->vdev.nr_queues; i++) {
 		net->vdev.queues[i].iothread =
 			net->pairs[MIN(i / 2, net->nr_pairs - 1)]->iothread;
+		if (i < 2 * net->nr_pairs && (i & 1))
+			virtio_queue_allow_poll(&net->vdev, i);
+	}
 }
 
 static int net_start_pairs(struct virtio_net *net)
@@ -391,7 +403,8 @@ static int net_start_pairs(struct virtio_net *net)
 	unsigned int i;
 
 	for (i = 0; i < net->nr_pairs; i++)
-		if (iothread_start(net->pairs[i]->iothread))
+		if (net->pairs[i]->own_iothread &&
+		    iothread_start(net->pairs[i]->own_iothread))
 			return -1;
 	return 0;
 }
@@ -405,9 +418,9 @@ static void net_destroy_pairs(struct virtio_net *net)
 
 		if (!p)
 			continue;
-		if (p->iothread) {
-			iothread_destroy(p->iothread);
-			p->iothread = NULL;
+		if (p->own_iothread) {
+			iothread_destroy(p->own_iothread);
+			p->own_iothread = NULL;
 		}
 		if (p->tx_room_src.fd >= 0) {
 			close(p->tx_room_src.fd);
@@ -448,11 +461,12 @@ struct virtio_net *virtio_net_create(struct vm *vm,
 		goto fail;
 	}
 	net->nr_pairs = net->backend.nr_queues;
-	if (net_create_pairs(net, vm) ||
+	if (net_create_pairs(net, vm, opts->pool) ||
 	    virtio_device_init(&net->vdev, vm, &net_ops, net,
 			       2 * net->nr_pairs + 1, NET_QUEUE_SIZE,
 			       net->pairs[0]->iothread, opts->use_ioeventfd))
 		goto fail;
+	virtio_device_set_poll(&net->vdev, &opts->poll);
 	net_bind_queues(net);
 	net_init_config(net, opts->net.mac);
 	if (virtio_transport_attach(vm, &net->vdev, opts->transport,
@@ -474,7 +488,7 @@ void virtio_net_destroy(struct virtio_net *net)
 	if (!net || net->stopped)
 		return;
 	for (i = 0; i < net->nr_pairs; i++)
-		iothread_stop(net->pairs[i]->iothread);
+		iothread_stop(net->pairs[i]->own_iothread);
 	virtio_device_stop(&net->vdev);
 	net_destroy_pairs(net);
 	net_backend_close(&net->backend);

@@ -59,7 +59,8 @@ struct net_queue_pair {
 	struct virtio_net *net;
 	unsigned int index;
 	int fd;				/* the backend's queue */
-	struct iothread *iothread;
+	struct iothread *iothread;	/* serves the pair */
+	struct iothread *own_iothread;	/* the same, if not a pool's */
 	struct io_source backend_src;	/* fd readable: RX */
 	bool backend_watched;
 	/*

@@ -12,6 +12,8 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "lkvm/virtio/poll.h"
+
 #define DISK_SERIAL_LEN		20	/* VIRTIO_BLK_ID_BYTES */
 
 struct disk_config {
@@ -19,6 +21,7 @@ struct disk_config {
 	char path_buf[4096];
 	bool readonly;
 	bool direct;			/* O_DIRECT: bypass the host page cache */
+	enum virtio_poll_mode poll;	/* poll=; VIRTIO_POLL_UNSET: --poll's */
 };
 
 /*
@@ -36,7 +39,7 @@ struct disk {
 	char serial[DISK_SERIAL_LEN];	/* stable: from the image's identity */
 };
 
-/* Parse "PATH[,ro][,direct]"; -1 with a message when malformed. */
+/* Parse "PATH[,ro][,direct][,poll=MODE]"; -1 with a message when malformed. */
 int disk_parse_option(const char *arg, struct disk_config *cfg);
 
 int disk_open(struct disk *disk, const struct disk_config *cfg);

@@ -16,6 +16,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lkvm/virtio/poll.h"
+
 #define NET_MAX_QUEUE_PAIRS	8
 #define NET_MAX_HOSTFWD		8
 #define NET_SCRIPT_MAX		256
@@ -44,6 +46,7 @@ struct net_config {
 	unsigned int queues;		/* queue pairs asked for (>= 1) */
 	unsigned int nr_hostfwd;
 	struct net_hostfwd hostfwd[NET_MAX_HOSTFWD];
+	enum virtio_poll_mode poll;	/* poll=; VIRTIO_POLL_UNSET: --poll's */
 };
 
 struct net_backend;

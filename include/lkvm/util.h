@@ -77,6 +77,8 @@ static inline uint8_t table_checksum(const void *p, size_t len)
 
 /* CLOCK_MONOTONIC in milliseconds: the same clock in every process. */
 double now_ms(void);
+/* The same clock in nanoseconds. */
+uint64_t now_ns(void);
 /*
  * poll()'s timeout for a deadline on that clock (0: none, -1 returned),
  * rounded up, and at most INT_MAX ms (24.8 days): a caller whose poll()

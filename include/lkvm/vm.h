@@ -50,6 +50,8 @@ struct vm_config {
 	struct net_config nics[LKVM_MAX_NICS];
 	enum virtio_transport transport;
 	bool no_ioeventfd;		/* serve notifies in vCPU threads */
+	struct virtio_poll_config poll;	/* --poll; devices' poll= override */
+	unsigned int nr_iothreads;	/* --iothreads; 0: per device/pair */
 	bool mmio_cmdline;		/* virtio_mmio.device= on the cmdline */
 	bool default_guest;		/* kernel/initrd/params came from the cache */
 };
@@ -97,6 +99,7 @@ struct vm_mmio_dev {
 };
 struct irq_routing;
 struct vm_devices;
+struct iothread;
 struct kvm_coalesced_mmio_ring;
 
 /*
@@ -145,6 +148,9 @@ struct vm {
 	/* Filled while devices are created, before the tables are built. */
 	unsigned int nr_mmio_devs;
 	struct vm_mmio_dev mmio_devs[VM_MAX_MMIO_DEVS];
+
+	/* Every I/O thread made for the VM, for --stats (main thread). */
+	struct iothread *iothreads;
 
 	/* Device state allocated by vm_zalloc(), freed by vm_destroy(). */
 	pthread_mutex_t alloc_lock;

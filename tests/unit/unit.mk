@@ -17,9 +17,10 @@ unit-tests: $(UNIT_BINS)
 $(UNIT_BINS): %: %.o $(LIBLKVM)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LIBLKVM) -lcmocka $(LDLIBS)
 
-# Drives virtio-net from a host thread, as the ring benchmarks do.
-$(BUILD)/tests/unit/test_net_tx: $(BUILD)/tests/bench/ring_driver.o \
-	$(BUILD)/tests/unit/fake_vm.o
+# Drive virtio-net and virtio-blk from a host thread, as the ring
+# benchmarks do.
+$(BUILD)/tests/unit/test_net_tx $(BUILD)/tests/unit/test_poll: \
+	$(BUILD)/tests/bench/ring_driver.o $(BUILD)/tests/unit/fake_vm.o
 # Devices on a VM with no KVM under it (tests/unit/fake_vm.c).
 $(BUILD)/tests/unit/test_virtio_transport: $(BUILD)/tests/unit/fake_vm.o
 

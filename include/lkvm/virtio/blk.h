@@ -21,6 +21,9 @@ struct virtio_blk_options {
 	enum virtio_transport transport;
 	unsigned int nr_queues;		/* VIRTIO_BLK_F_MQ when > 1 */
 	bool use_ioeventfd;
+	struct virtio_poll_config poll;
+	/* Shared I/O threads to deal the queues to; NULL: a thread of its own. */
+	struct iothread_pool *pool;
 	/*
 	 * A transport of the caller's instead of `transport` (benchmarks drive
 	 * the device from a host thread through it); NULL normally.

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "lkvm/iothread.h"
+#include "lkvm/virtio/poll.h"
 #include "lkvm/virtio/ring.h"
 
 #define VIRTIO_MAX_QUEUES	64
@@ -49,11 +50,19 @@ struct virtio_queue {
 	pthread_mutex_t lock;
 	bool live;
 	struct virtq ring;
+	/*
+	 * The ioeventfd: made and watched by the I/O thread when the queue
+	 * first starts, bound to the notify address while it is live, closed
+	 * only once the threads have stopped, so that an epoll event the
+	 * thread already holds never reads another file's descriptor.
+	 */
 	int kick_fd;
+	bool kick_watched;
 	struct io_source kick;
 	/* Serves the kicks: the device's, unless the device gives each
 	 * queue (pair) its own. Set before the driver can start the queue. */
 	struct iothread *iothread;
+	struct virtio_queue_poll poll;	/* under lock */
 
 	/* Counters, read at exit. */
 	uint64_t kicks_eventfd;		/* notifies that never left the kernel */
@@ -105,6 +114,7 @@ struct virtio_device {
 	void *transport_priv;
 	struct iothread *iothread;
 	bool use_ioeventfd;
+	struct virtio_poll_config poll_cfg;	/* fixed once created */
 
 	pthread_mutex_t lock;
 	uint64_t host_features;		/* offered */
@@ -172,7 +182,16 @@ typedef enum virtio_chain_result (*virtio_chain_fn)(struct virtio_queue *q,
  * a chain posted in between is served, not left waiting for a kick that
  * will not come. A broken ring marks the device NEEDS_RESET. Caller holds
  * q->lock. False when a chain was held or the ring broke.
+ *
+ * On the queue's I/O thread, a pass ends after VIRTIO_SERVE_BUDGET_CHAINS
+ * chains or VIRTIO_SERVE_BUDGET_BYTES bytes (as vhost-net's weights), so
+ * that no queue starves another on a shared thread: the thread comes back
+ * to it on its next turn, kicks still off. A queue in poll mode (see
+ * lkvm/virtio/poll.h) ends with kicks off, and the thread polls it.
  */
+#define VIRTIO_SERVE_BUDGET_CHAINS	256
+#define VIRTIO_SERVE_BUDGET_BYTES	(512 * 1024)
+
 bool virtio_queue_serve(struct virtio_device *vdev, struct virtio_queue *q,
 			virtio_chain_fn handle, void *opaque);
 /* The driver broke the rules on q: set NEEDS_RESET and tell it. */
@@ -180,7 +199,16 @@ void virtio_device_broken(struct virtio_device *vdev, struct virtio_queue *q,
 			  const char *why);
 bool virtio_has_feature(const struct virtio_device *vdev, unsigned int bit);
 
-/* Stop every queue (VMM teardown). */
+/* Stop every queue and close their eventfds (VMM teardown, threads stopped). */
 void virtio_device_stop(struct virtio_device *vdev);
+
+/* The device's polling settings; before the driver can start a queue. */
+void virtio_device_set_poll(struct virtio_device *vdev,
+			    const struct virtio_poll_config *cfg);
+/* Let queue `index` poll (devices poll queues the driver fills, not RX). */
+void virtio_queue_allow_poll(struct virtio_device *vdev, unsigned int index);
+/* --stats: the queues' counters, "queues":[...]. */
+void virtio_device_write_queue_stats(const struct virtio_device *vdev,
+				     FILE *f);
 
 #endif

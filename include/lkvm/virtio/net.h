@@ -22,6 +22,9 @@ struct virtio_net_options {
 	struct net_backend *backend;
 	enum virtio_transport transport;
 	bool use_ioeventfd;
+	struct virtio_poll_config poll;
+	/* Shared I/O threads to deal the pairs to; NULL: one per pair. */
+	struct iothread_pool *pool;
 	/*
 	 * A transport of the caller's instead of `transport` (benchmarks drive
 	 * the device from a host thread through it); NULL normally.

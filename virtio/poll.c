@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Virtqueue polling (see lkvm/virtio/poll.h for the policy): the options,
+ * the per-queue mode and window, and the poller the queue's I/O thread
+ * runs while the guest's kicks are off. Everything here runs under the
+ * queue's lock, on the thread that serves the queue.
+ *
+ * No request may wait for a kick that will not come: kicks are off only
+ * while the thread is awake and polling (q->poll.polled), and the thread
+ * turns them back on, with the barrier and the look at the ring that
+ * virtq_enable_notify()'s callers owe, before it may sleep.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "lkvm/util.h"
+#include "lkvm/virtio/device.h"
+#include "lkvm/virtio/poll.h"
+
+#define POLL_GROW_START_NS	4000ULL		/* QEMU's first step */
+#define POLL_RATE_PERIOD_NS	10000000ULL	/* kicks counted per 10 ms */
+#define POLL_MAX_START_RATE	10000000U
+#define POLL_MAX_STOP_IDLE_MS	3600000U
+
+static const char *const mode_names[] = {
+	[VIRTIO_POLL_OFF] = "off",
+	[VIRTIO_POLL_AUTO] = "auto",
+	[VIRTIO_POLL_ON] = "on",
+	[VIRTIO_POLL_UNSET] = "unset",
+};
+
+void virtio_poll_config_default(struct virtio_poll_config *cfg)
+{
+	*cfg = (struct virtio_poll_config) {
+		.mode = VIRTIO_POLL_DEFAULT_MODE,
+		.max_us = VIRTIO_POLL_DEFAULT_MAX_US,
+		.start_rate = VIRTIO_POLL_DEFAULT_START_RATE,
+		.stop_idle_ms = VIRTIO_POLL_DEFAULT_STOP_IDLE_MS,
+	};
+}
+
+const char *virtio_poll_mode_name(enum virtio_poll_mode mode)
+{
+	return (unsigned int)mode < ARRAY_SIZE(mode_names) ? mode_names[mode]
+							    : "unknown";
+}
+
+int virtio_poll_parse_mode(const char *s, size_t len,
+			   enum virtio_poll_mode *mode)
+{
+	unsigned int m;
+
+	for (m = VIRTIO_POLL_OFF; m < VIRTIO_POLL_UNSET; m++)
+		if (strlen(mode_names[m]) == len && !strncmp(s, mode_names[m], len)) {
+			*mode = m;
+			return 0;
+		}
+	return -1;
+}
+
+/* One NAME=N setting of --poll, in [min, max]. */
+static int poll_parse_number(const char *arg, const char *item, size_t len,
+			     const char *name, uint32_t min, uint32_t max,
+			     uint32_t *val)
+{
+	size_t n = strlen(name);
+	char buf[24];
+	uint64_t v;
+
+	if (len <= n + 1 || len - n - 1 >= sizeof(buf))
+		goto bad;
+	memcpy(buf, item + n + 1, len - n - 1);
+	buf[len - n - 1] = 0;
+	if (!parse_u64(buf, &v) || v < min || v > max)
+		goto bad;
+	*val = v;
+	return 0;
+bad:
+	pr_err("--poll '%s': %s must be a number from %u to %u", arg, name,
+	       min, max);
+	return -1;
+}
+
+static bool poll_item_is(const char *item, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+
+	return len > n && !strncmp(item, name, n) && item[n] == '=';
+}
+
+int virtio_poll_parse(const char *arg, struct virtio_poll_config *cfg)
+{
+	const char *item = arg;
+	bool first = true;
+
+	for (;;) {
+		const char *end = strchr(item, ',');
+		size_t len = end ? (size_t)(end - item) : strlen(item);
+		int ret;
+
+		if (first && !virtio_poll_parse_mode(item, len, &cfg->mode))
+			ret = 0;
+		else if (poll_item_is(item, len, "max_us"))
+			ret = poll_parse_number(arg, item, len, "max_us", 1,
+						VIRTIO_POLL_MAX_MAX_US,
+						&cfg->max_us);
+		else if (poll_item_is(item, len, "start_rate"))
+			ret = poll_parse_number(arg, item, len, "start_rate", 1,
+						POLL_MAX_START_RATE,
+						&cfg->start_rate);
+		else if (poll_item_is(item, len, "stop_idle_ms"))
+			ret = poll_parse_number(arg, item, len, "stop_idle_ms",
+						1, POLL_MAX_STOP_IDLE_MS,
+						&cfg->stop_idle_ms);
+		else {
+			pr_err("--poll '%s': '%.*s' is not off, auto, on, max_us=N, start_rate=N or stop_idle_ms=N",
+			       arg, (int)len, item);
+			ret = -1;
+		}
+		if (ret)
+			return -1;
+		if (!end)
+			return 0;
+		item = end + 1;
+		first = false;
+	}
+}
+
+/* Could this queue poll at all, served from here? */
+static bool poll_usable(struct virtio_device *vdev, struct virtio_queue *q)
+{
+	return q->poll.allowed && vdev->use_ioeventfd &&
+	       vdev->poll_cfg.mode != VIRTIO_POLL_OFF &&
+	       iothread_is_current(q->iothread);
+}
+
+static uint64_t poll_max_ns(const struct virtio_poll_config *cfg)
+{
+	return cfg->max_us * 1000ULL;
+}
+
+static void poll_mode_enter(const struct virtio_poll_config *cfg,
+			    struct virtio_queue_poll *vp, uint64_t now)
+{
+	vp->polling = true;
+	vp->switches++;
+	vp->mode_since_ns = now;
+	vp->last_work_ns = now;
+	vp->window_ns = cfg->mode == VIRTIO_POLL_ON ? poll_max_ns(cfg)
+						     : POLL_GROW_START_NS;
+}
+
+/* Back to notify mode, as of `when` (the queue went idle then). */
+static void poll_mode_leave(struct virtio_queue_poll *vp, uint64_t when)
+{
+	if (!vp->polling)
+		return;
+	vp->polling = false;
+	vp->switches++;
+	if (when > vp->mode_since_ns)
+		vp->poll_ns += when - vp->mode_since_ns;
+	vp->period_start_ns = 0;
+	vp->period_kicks = 0;
+}
+
+/*
+ * A kick that the window missed, gap after the last work: had the window
+ * been longer, would polling have caught it? The gap is measured when the
+ * thread is awake again, so it includes the thread's own wake-up (tens of
+ * microseconds on a loaded or virtualized host): a kick up to twice the
+ * cap after the work counts as a near miss. A longer wait halves the
+ * window rather than resetting it (QEMU's poll-shrink=2), so that one
+ * stray wait does not undo a window that was catching the rest.
+ */
+static void poll_window_adapt(const struct virtio_poll_config *cfg,
+			      struct virtio_queue_poll *vp, uint64_t gap)
+{
+	uint64_t max = poll_max_ns(cfg);
+
+	if (cfg->mode == VIRTIO_POLL_ON || gap <= vp->window_ns)
+		return;
+	if (gap > 2 * max)
+		vp->window_ns = vp->window_ns / 2 >= POLL_GROW_START_NS ?
+				vp->window_ns / 2 : 0;
+	else
+		vp->window_ns = vp->window_ns ? MIN(2 * vp->window_ns, max)
+					      : MIN(POLL_GROW_START_NS, max);
+}
+
+/* Kicks at start_rate per second or more, over a 10 ms period? */
+static bool poll_rate_reached(const struct virtio_poll_config *cfg,
+			      struct virtio_queue_poll *vp, uint64_t count,
+			      uint64_t now)
+{
+	uint64_t need = ((uint64_t)cfg->start_rate *
+			 (POLL_RATE_PERIOD_NS / 1000000) + 999) / 1000;
+
+	if (!vp->period_start_ns ||
+	    now - vp->period_start_ns >= POLL_RATE_PERIOD_NS) {
+		vp->period_start_ns = now;
+		vp->period_kicks = 0;
+	}
+	vp->period_kicks = MIN((uint64_t)vp->period_kicks + count, UINT32_MAX);
+	return vp->period_kicks >= MAX(need, 1);
+}
+
+void virtio_poll_account_kick(const struct virtio_poll_config *cfg,
+			      struct virtio_queue_poll *vp, uint64_t count,
+			      uint64_t now)
+{
+	uint64_t idle_ns = cfg->stop_idle_ms * 1000000ULL;
+
+	if (cfg->mode == VIRTIO_POLL_OFF)
+		return;
+	if (vp->polling) {
+		uint64_t gap = now - vp->last_work_ns;
+
+		if (cfg->mode == VIRTIO_POLL_ON || gap < idle_ns) {
+			poll_window_adapt(cfg, vp, gap);
+			return;
+		}
+		poll_mode_leave(vp, vp->last_work_ns + idle_ns);
+	}
+	if (cfg->mode == VIRTIO_POLL_ON ||
+	    poll_rate_reached(cfg, vp, count, now))
+		poll_mode_enter(cfg, vp, now);
+}
+
+void virtio_poll_kicked(struct virtio_device *vdev, struct virtio_queue *q,
+			uint64_t count)
+{
+	if (poll_usable(vdev, q))
+		virtio_poll_account_kick(&vdev->poll_cfg, &q->poll, count,
+					 now_ns());
+}
+
+bool virtio_poll_keep(struct virtio_device *vdev, struct virtio_queue *q,
+		      bool budget_spent, bool worked)
+{
+	struct virtio_queue_poll *vp = &q->poll;
+	uint64_t window;
+
+	vp->polled = false;
+	if (!budget_spent && (!vp->polling || !poll_usable(vdev, q)))
+		return false;
+	if (!budget_spent && !vp->window_ns)
+		return false;	/* poll mode, but nothing to gain lately */
+	if (budget_spent && !iothread_is_current(q->iothread))
+		return false;
+	if (worked)
+		vp->last_work_ns = now_ns();
+	window = vp->polling ? vp->window_ns : 0;
+	vp->polled = true;
+	iothread_poll_start(q->iothread, &vp->poller, window);
+	return true;
+}
+
+/* The queue's thread, each turn while q->poll.polled. */
+static enum io_poll_result virtio_queue_poll(struct io_poller *p)
+{
+	struct virtio_queue *q = p->opaque;
+	enum io_poll_result r = IO_POLL_IDLE;
+
+	/* A reset or a start holds the lock: look again next turn. */
+	if (pthread_mutex_trylock(&q->lock))
+		return IO_POLL_IDLE;
+	if (!q->live || !q->poll.polled) {
+		r = IO_POLL_GONE;
+	} else if (!virtq_has_avail(&q->ring)) {
+		q->poll.misses++;
+	} else {
+		q->poll.hits++;
+		q->vdev->ops->queue_kick(q->vdev, q);
+		r = q->poll.polled ? IO_POLL_WORK : IO_POLL_GONE;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return r;
+}
+
+/* The window passed: kicks back on, unless a chain came in meanwhile. */
+static bool virtio_queue_poll_stop(struct io_poller *p)
+{
+	struct virtio_queue *q = p->opaque;
+	bool keep = false;
+
+	pthread_mutex_lock(&q->lock);
+	if (q->live && q->poll.polled) {
+		virtq_enable_notify(&q->ring, true);
+		keep = virtq_has_avail(&q->ring);
+		if (keep)
+			virtq_enable_notify(&q->ring, false);
+		else
+			q->poll.polled = false;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return keep;
+}
+
+void virtio_poll_init(struct virtio_queue *q)
+{
+	memset(&q->poll, 0, sizeof(q->poll));
+	q->poll.poller.poll = virtio_queue_poll;
+	q->poll.poller.stop = virtio_queue_poll_stop;
+	q->poll.poller.opaque = q;
+}
+
+/* Where poll mode ends if nothing comes: now, or stop_idle_ms after work. */
+static uint64_t poll_mode_end(const struct virtio_device *vdev,
+			      const struct virtio_queue_poll *vp)
+{
+	uint64_t end = now_ns();
+
+	if (vdev->poll_cfg.mode != VIRTIO_POLL_ON)
+		end = MIN(end, vp->last_work_ns +
+			       vdev->poll_cfg.stop_idle_ms * 1000000ULL);
+	return end;
+}
+
+void virtio_poll_reset(struct virtio_device *vdev, struct virtio_queue *q)
+{
+	struct virtio_queue_poll *vp = &q->poll;
+
+	if (vp->polling)
+		poll_mode_leave(vp, poll_mode_end(vdev, vp));
+	vp->polled = false;
+}
+
+void virtio_poll_write_stats(const struct virtio_device *vdev,
+			     const struct virtio_queue *q, FILE *f)
+{
+	const struct virtio_queue_poll *vp = &q->poll;
+	uint64_t poll_ns = vp->poll_ns, end;
+
+	if (vp->polling) {
+		end = poll_mode_end(vdev, vp);
+		if (end > vp->mode_since_ns)
+			poll_ns += end - vp->mode_since_ns;
+	}
+	fprintf(f, "\"poll_hits\":%llu,\"poll_misses\":%llu,"
+		"\"poll_mode_ms\":%.3f,\"poll_switches\":%llu,"
+		"\"poll_window_us\":%.3f,\"polling\":%s",
+		(unsigned long long)vp->hits, (unsigned long long)vp->misses,
+		poll_ns / 1e6, (unsigned long long)vp->switches,
+		vp->window_ns / 1e3, vp->polling ? "true" : "false");
+}
