@@ -4,10 +4,14 @@
  * (ring_driver.c) on one queue of lkvm's own virtio-blk, served by its I/O
  * thread.
  *
- *   blk_ring_bench IMAGE MODE QD SECONDS
+ *   blk_ring_bench IMAGE MODE QD SECONDS [POLL [DRIVER]]
  *   MODE: randread | randwrite | seqread1m
+ *   POLL: off | auto | on (the device's --poll; default auto)
+ *   DRIVER: irq (waits for interrupts; default) | spin (polls the used
+ *   ring, interrupts off, as a polling guest driver does)
  *
  * Prints: mode qd requests/s device-CPU-us/request total-CPU-us/request
+ * errors kicks/request interrupts/request poll-hits/request
  */
 #include <linux/virtio_blk.h>
 #include <pthread.h>
@@ -118,9 +122,11 @@ static int bench_run(struct bench *b, double seconds, const char *mode)
 	t = now_s(CLOCK_MONOTONIC) - t0;
 	cpu = process_cpu_s() - cpu0;
 	drv = now_s(CLOCK_THREAD_CPUTIME_ID) - drv0;
-	printf("%s %u %.0f %.2f %.2f %llu\n", mode, b->qd, done / t,
-	       (cpu - drv) / done * 1e6, cpu / done * 1e6,
-	       (unsigned long long)errors);
+	printf("%s %u %.0f %.2f %.2f %llu %.4f %.4f %.4f\n", mode, b->qd,
+	       done / t, (cpu - drv) / done * 1e6, cpu / done * 1e6,
+	       (unsigned long long)errors, (double)b->rd.kicks / done,
+	       (double)b->rd.q->interrupts / done,
+	       (double)b->rd.q->poll.hits / done);
 	return errors ? 1 : 0;
 }
 
@@ -159,11 +165,15 @@ int main(int argc, char **argv)
 	struct vm vm;
 	int ret;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: %s IMAGE randread|randwrite|seqread1m QD SECONDS\n",
+	virtio_poll_config_default(&opts.poll);
+	if ((argc < 5 || argc > 7) ||
+	    (argc > 5 && virtio_poll_parse(argv[5], &opts.poll)) ||
+	    (argc > 6 && strcmp(argv[6], "irq") && strcmp(argv[6], "spin"))) {
+		fprintf(stderr, "usage: %s IMAGE randread|randwrite|seqread1m QD SECONDS [off|auto|on [irq|spin]]\n",
 			argv[0]);
 		return 2;
 	}
+	b.rd.spin = argc > 6 && !strcmp(argv[6], "spin");
 	b.qd = atoi(argv[3]);
 	if (!b.qd || b.qd * 3 > QSIZE || bench_setup_mode(&b, argv[2])) {
 		fprintf(stderr, "bad mode or queue depth (1-%d)\n", QSIZE / 3);

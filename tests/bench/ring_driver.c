@@ -95,6 +95,7 @@ int ring_driver_start(struct ring_driver *rd, uint32_t features0,
 	unsigned int i;
 
 	virtio_set_status(vdev, s);
+	rd->event_idx = features0 & (1u << VIRTIO_RING_F_EVENT_IDX);
 	virtio_set_guest_features(vdev, 0, features0);
 	virtio_set_guest_features(vdev, 1, 1u);		/* VERSION_1 */
 	virtio_set_status(vdev, s | VIRTIO_CONFIG_S_FEATURES_OK);
@@ -131,22 +132,74 @@ void ring_driver_use(struct ring_driver *rd, unsigned int qi)
 	rd->used = (void *)(rd->mem + used);
 }
 
-void ring_driver_publish(struct ring_driver *rd, uint16_t old)
+/* Has the device asked for a kick for what went from old to avail_idx? */
+static bool ring_driver_need_kick(struct ring_driver *rd, uint16_t old)
 {
 	uint16_t *avail_event = (uint16_t *)&rd->used->ring[RING_QSIZE];
 
+	if (!rd->event_idx)
+		return !(__atomic_load_n(&rd->used->flags, __ATOMIC_ACQUIRE) &
+			 VRING_USED_F_NO_NOTIFY);
+	return vring_need_event(__atomic_load_n(avail_event, __ATOMIC_ACQUIRE),
+				rd->avail_idx, old);
+}
+
+/* Ask for an interrupt at the next used entry, or for none. */
+static void ring_driver_want_irq(struct ring_driver *rd, bool want)
+{
+	uint16_t *used_event = &rd->avail->ring[RING_QSIZE];
+
+	if (rd->event_idx)
+		__atomic_store_n(used_event,
+				 (uint16_t)(want ? rd->last_used
+						 : rd->last_used - 1),
+				 __ATOMIC_RELEASE);
+	else
+		__atomic_store_n(&rd->avail->flags,
+				 want ? 0 : VRING_AVAIL_F_NO_INTERRUPT,
+				 __ATOMIC_RELEASE);
+}
+
+void ring_driver_publish(struct ring_driver *rd, uint16_t old)
+{
 	__atomic_store_n(&rd->avail->idx, rd->avail_idx, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (vring_need_event(__atomic_load_n(avail_event, __ATOMIC_ACQUIRE),
-			     rd->avail_idx, old))
+	if (ring_driver_need_kick(rd, old)) {
+		rd->kicks++;
 		efd_signal(rd->q->kick_fd);
+	}
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* Polls the used ring for up to 100 ms; true when an entry came. */
+static bool ring_driver_spin(struct ring_driver *rd)
+{
+	double deadline = now_s(CLOCK_MONOTONIC) + 0.1;
+	unsigned int n = 0;
+
+	ring_driver_want_irq(rd, false);
+	while (__atomic_load_n(&rd->used->idx, __ATOMIC_ACQUIRE) ==
+	       rd->last_used) {
+		cpu_relax();
+		if (!(++n & 1023) && now_s(CLOCK_MONOTONIC) > deadline)
+			return false;
+	}
+	return true;
 }
 
 void ring_driver_wait(struct ring_driver *rd)
 {
-	uint16_t *used_event = &rd->avail->ring[RING_QSIZE];
-
-	__atomic_store_n(used_event, rd->last_used, __ATOMIC_RELEASE);
+	if (rd->spin && ring_driver_spin(rd))
+		return;
+	ring_driver_want_irq(rd, true);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&rd->used->idx, __ATOMIC_ACQUIRE) != rd->last_used)
 		return;

@@ -12,7 +12,8 @@
  * The fake guest memory starts at RING_GPA_BASE; queue i's rings sit at
  * i * RING_AREA in it, so a bench's buffers go after nr_queues * RING_AREA.
  * EVENT_IDX is the driver's to negotiate: ring_driver_publish() and
- * ring_driver_wait() use avail_event and used_event.
+ * ring_driver_wait() then use avail_event and used_event, else the
+ * rings' flags.
  */
 #ifndef TESTS_BENCH_RING_DRIVER_H
 #define TESTS_BENCH_RING_DRIVER_H
@@ -38,7 +39,10 @@ struct ring_driver {
 	struct vring_used *used;
 	int irq_fd;
 	int wait_ms;			/* < 0: irq waits unbounded */
+	bool spin;			/* wait by polling the used ring */
+	bool event_idx;			/* negotiated at ring_driver_start() */
 	uint16_t avail_idx, last_used;
+	uint64_t kicks;			/* notifies the driver sent */
 };
 
 /* For the device's custom_transport, with the ring_driver as its priv. */
@@ -79,7 +83,11 @@ static inline void ring_driver_add(struct ring_driver *rd, uint16_t head)
 /* Publishes avail->idx, kicking if the device asked for it since old. */
 void ring_driver_publish(struct ring_driver *rd, uint16_t old);
 
-/* Asks for an interrupt on the next used entry, then waits for one. */
+/*
+ * Waits for the next used entry: asks for an interrupt and waits for it,
+ * or with rd->spin, as a polling driver does, asks for none and watches
+ * the used ring (for at most 100 ms, then as without spin).
+ */
 void ring_driver_wait(struct ring_driver *rd);
 
 double now_s(clockid_t clk);
