@@ -13,7 +13,9 @@
  *
  * When the driver has posted no (or too few) buffers, the backend is no
  * longer watched: frames queue up in the kernel and nothing is dropped;
- * the driver's next RX kick resumes delivery. A frame is dropped only if
+ * the driver's next RX kick resumes delivery. That is the only RX kick
+ * the device wants: while it has buffers and watches the backend, the
+ * driver's refills need not wake anyone, and kicks stay off. A frame is dropped only if
  * no buffers of this driver can ever hold it (too big without MRG_RXBUF,
  * more than NET_MAX_RX_CHAINS buffers), is a runt, or the receive filter
  * says it is not for us.
@@ -317,6 +319,7 @@ void net_rx(struct net_queue_pair *p, struct virtio_queue *q)
 		 * that never comes.
 		 */
 		net_watch_backend(p, true);
+		virtq_enable_notify(&q->ring, false);
 	}
 	virtio_queue_publish(&p->net->vdev, q);
 }
@@ -338,5 +341,6 @@ void net_backend_readable(struct io_source *src, uint32_t events)
 void net_rx_resume(struct net_queue_pair *p, struct virtio_queue *q)
 {
 	net_watch_backend(p, true);
+	virtq_enable_notify(&q->ring, false);
 	net_rx(p, q);
 }
