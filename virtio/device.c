@@ -402,8 +402,8 @@ static bool serve_budget_spent(bool on_thread, unsigned int *chains,
 bool virtio_queue_serve(struct virtio_device *vdev, struct virtio_queue *q,
 			virtio_chain_fn handle, void *opaque)
 {
-	bool on_thread = iothread_is_current(q->iothread), worked = false;
-	unsigned int chains = 0;
+	bool on_thread = iothread_is_current(q->iothread);
+	unsigned int chains = 0, served = 0;
 	uint64_t bytes = 0;
 	struct virtq_chain c;
 	uint32_t written;
@@ -421,12 +421,12 @@ bool virtio_queue_serve(struct virtio_device *vdev, struct virtio_queue *q,
 				return false;
 			}
 			q->requests++;
-			worked = true;
+			served++;
 			virtq_push(&q->ring, c.head, written);
 			if (serve_budget_spent(on_thread, &chains, &bytes, &c,
 					       written)) {
 				virtio_queue_publish(vdev, q);
-				virtio_poll_keep(vdev, q, true, true);
+				virtio_poll_keep(vdev, q, true, served);
 				return true;
 			}
 		}
@@ -436,8 +436,9 @@ bool virtio_queue_serve(struct virtio_device *vdev, struct virtio_queue *q,
 					     virtq_error_name(q->ring.error));
 			return false;
 		}
-		if (virtio_poll_keep(vdev, q, false, worked))
+		if (virtio_poll_keep(vdev, q, false, served))
 			return true;
+		served = 0;
 		virtq_enable_notify(&q->ring, true);
 	} while (virtq_has_avail(&q->ring));
 	return true;

@@ -146,7 +146,7 @@ static void poll_mode_enter(const struct virtio_poll_config *cfg,
 	vp->polling = true;
 	vp->switches++;
 	vp->mode_since_ns = now;
-	vp->last_work_ns = now;
+	vp->last_active_ns = now;
 	vp->window_ns = cfg->mode == VIRTIO_POLL_ON ? poll_max_ns(cfg)
 						     : POLL_GROW_START_NS;
 }
@@ -165,8 +165,8 @@ static void poll_mode_leave(struct virtio_queue_poll *vp, uint64_t when)
 }
 
 /*
- * A kick that the window missed, gap after the last work: had the window
- * been longer, would polling have caught it? The gap is measured when the
+ * A kick that the window missed, gap after the queue was last active: had
+ * the window been longer, would polling have caught it? The gap is measured when the
  * thread is awake again, so it includes the thread's own wake-up (tens of
  * microseconds on a loaded or virtualized host): a kick up to twice the
  * cap after the work counts as a near miss. A longer wait halves the
@@ -207,20 +207,26 @@ static bool poll_rate_reached(const struct virtio_poll_config *cfg,
 
 void virtio_poll_account_kick(const struct virtio_poll_config *cfg,
 			      struct virtio_queue_poll *vp, uint64_t count,
-			      uint64_t now)
+			      unsigned int waiting, uint64_t now)
 {
 	uint64_t idle_ns = cfg->stop_idle_ms * 1000000ULL;
 
 	if (cfg->mode == VIRTIO_POLL_OFF)
 		return;
 	if (vp->polling) {
-		uint64_t gap = now - vp->last_work_ns;
+		uint64_t gap = now - vp->last_active_ns;
 
 		if (cfg->mode == VIRTIO_POLL_ON || gap < idle_ns) {
-			poll_window_adapt(cfg, vp, gap);
+			/*
+			 * A driver that kicks once for a batch posted its
+			 * chains one by one over the gap: the first came
+			 * about gap / waiting after the queue went quiet.
+			 */
+			poll_window_adapt(cfg, vp, gap / MAX(waiting, 1u));
+			vp->last_active_ns = now;
 			return;
 		}
-		poll_mode_leave(vp, vp->last_work_ns + idle_ns);
+		poll_mode_leave(vp, vp->last_active_ns + idle_ns);
 	}
 	if (cfg->mode == VIRTIO_POLL_ON ||
 	    poll_rate_reached(cfg, vp, count, now))
@@ -232,27 +238,34 @@ void virtio_poll_kicked(struct virtio_device *vdev, struct virtio_queue *q,
 {
 	if (poll_usable(vdev, q))
 		virtio_poll_account_kick(&vdev->poll_cfg, &q->poll, count,
-					 now_ns());
+					 virtq_avail_count(&q->ring), now_ns());
 }
 
 bool virtio_poll_keep(struct virtio_device *vdev, struct virtio_queue *q,
-		      bool budget_spent, bool worked)
+		      bool budget_spent, unsigned int served)
 {
+	const struct virtio_poll_config *cfg = &vdev->poll_cfg;
 	struct virtio_queue_poll *vp = &q->poll;
-	uint64_t window;
+	bool usable = poll_usable(vdev, q);
 
 	vp->polled = false;
-	if (!budget_spent && (!vp->polling || !poll_usable(vdev, q)))
+	if (!usable && !(budget_spent && iothread_is_current(q->iothread)))
 		return false;
-	if (!budget_spent && !vp->window_ns)
-		return false;	/* poll mode, but nothing to gain lately */
-	if (budget_spent && !iothread_is_current(q->iothread))
+	if (usable && served) {
+		uint64_t now = now_ns();
+
+		vp->last_active_ns = now;
+		/* requests count towards the rate as kicks do: a busy
+		 * queue's driver kicks rarely, the device being awake */
+		if (!vp->polling && cfg->mode == VIRTIO_POLL_AUTO &&
+		    poll_rate_reached(cfg, vp, served, now))
+			poll_mode_enter(cfg, vp, now);
+	}
+	if (!budget_spent && (!vp->polling || !vp->window_ns))
 		return false;
-	if (worked)
-		vp->last_work_ns = now_ns();
-	window = vp->polling ? vp->window_ns : 0;
 	vp->polled = true;
-	iothread_poll_start(q->iothread, &vp->poller, window);
+	iothread_poll_start(q->iothread, &vp->poller,
+			    vp->polling ? vp->window_ns : 0);
 	return true;
 }
 
@@ -312,7 +325,7 @@ static uint64_t poll_mode_end(const struct virtio_device *vdev,
 	uint64_t end = now_ns();
 
 	if (vdev->poll_cfg.mode != VIRTIO_POLL_ON)
-		end = MIN(end, vp->last_work_ns +
+		end = MIN(end, vp->last_active_ns +
 			       vdev->poll_cfg.stop_idle_ms * 1000000ULL);
 	return end;
 }

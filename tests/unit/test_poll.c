@@ -96,12 +96,12 @@ static void test_auto_starts_at_the_kick_rate(void **state)
 
 	/* 9 kicks in a 10 ms period: not yet; the 10th does it */
 	for (i = 0; i < 9; i++)
-		virtio_poll_account_kick(&c, &vp, 1, t + i * MS);
+		virtio_poll_account_kick(&c, &vp, 1, 1, t + i * MS);
 	assert_false(vp.polling);
 	/* a new period starts the count again */
-	virtio_poll_account_kick(&c, &vp, 1, t + 20 * MS);
+	virtio_poll_account_kick(&c, &vp, 1, 1, t + 20 * MS);
 	assert_false(vp.polling);
-	virtio_poll_account_kick(&c, &vp, 9, t + 21 * MS);
+	virtio_poll_account_kick(&c, &vp, 9, 1, t + 21 * MS);
 	assert_true(vp.polling);
 	assert_int_equal(vp.switches, 1);
 	assert_int_equal(vp.window_ns, 4 * US);
@@ -110,7 +110,7 @@ static void test_auto_starts_at_the_kick_rate(void **state)
 static void enter_auto(const struct virtio_poll_config *c,
 		       struct virtio_queue_poll *vp, uint64_t t)
 {
-	virtio_poll_account_kick(c, vp, 10, t);
+	virtio_poll_account_kick(c, vp, 10, 1, t);
 	assert_true(vp->polling);
 }
 
@@ -126,14 +126,14 @@ static void test_window_grows_on_near_misses(void **state)
 	for (i = 0; i < ARRAY_SIZE(want); i++) {
 		/* work at t, the next kick 40 us later: past the window,
 		 * within twice the cap */
-		vp.last_work_ns = t;
+		vp.last_active_ns = t;
 		t += 40 * US;
-		virtio_poll_account_kick(&c, &vp, 1, t);
+		virtio_poll_account_kick(&c, &vp, 1, 1, t);
 		assert_int_equal(vp.window_ns, want[i] * US);
 	}
 	/* a kick the window would have caught changes nothing */
-	vp.last_work_ns = t;
-	virtio_poll_account_kick(&c, &vp, 1, t + 20 * US);
+	vp.last_active_ns = t;
+	virtio_poll_account_kick(&c, &vp, 1, 1, t + 20 * US);
 	assert_int_equal(vp.window_ns, 32 * US);
 }
 
@@ -148,16 +148,36 @@ static void test_window_halves_on_long_waits(void **state)
 	enter_auto(&c, &vp, t);
 	vp.window_ns = 32 * US;
 	for (i = 0; i < ARRAY_SIZE(want); i++) {
-		vp.last_work_ns = t;
+		vp.last_active_ns = t;
 		t += 500 * US;		/* > 2 x 32 us, < stop_idle */
-		virtio_poll_account_kick(&c, &vp, 1, t);
+		virtio_poll_account_kick(&c, &vp, 1, 1, t);
 		assert_int_equal(vp.window_ns, want[i] * US);
 		assert_true(vp.polling);
 	}
 	/* and near misses bring it back */
-	vp.last_work_ns = t;
-	virtio_poll_account_kick(&c, &vp, 1, t + 50 * US);
+	vp.last_active_ns = t;
+	virtio_poll_account_kick(&c, &vp, 1, 1, t + 50 * US);
 	assert_int_equal(vp.window_ns, 4 * US);
+}
+
+/* A driver that kicks once for a batch it posted over the gap. */
+static void test_batched_kick_is_a_near_miss(void **state)
+{
+	struct virtio_poll_config c = cfg_of(VIRTIO_POLL_AUTO);
+	struct virtio_queue_poll vp = { 0 };
+	uint64_t t = 1000 * MS;
+
+	enter_auto(&c, &vp, t);
+	vp.window_ns = 8 * US;
+	/* 400 us after the last work, one chain: a long wait, halve */
+	vp.last_active_ns = t;
+	virtio_poll_account_kick(&c, &vp, 1, 1, t + 400 * US);
+	assert_int_equal(vp.window_ns, 4 * US);
+	/* the same wait with 16 chains waiting: the first came ~25 us in */
+	t += 400 * US;
+	vp.last_active_ns = t;
+	virtio_poll_account_kick(&c, &vp, 1, 16, t + 400 * US);
+	assert_int_equal(vp.window_ns, 8 * US);
 }
 
 static void test_idle_queue_goes_back_to_kicks(void **state)
@@ -167,15 +187,15 @@ static void test_idle_queue_goes_back_to_kicks(void **state)
 	uint64_t t = 1000 * MS;
 
 	enter_auto(&c, &vp, t);
-	vp.last_work_ns = t + 5 * MS;
+	vp.last_active_ns = t + 5 * MS;
 	/* a lone kick after stop_idle_ms: notify mode, counted from when
 	 * the queue went idle, not from the kick */
-	virtio_poll_account_kick(&c, &vp, 1, t + 400 * MS);
+	virtio_poll_account_kick(&c, &vp, 1, 1, t + 400 * MS);
 	assert_false(vp.polling);
 	assert_int_equal(vp.switches, 2);
 	assert_int_equal(vp.poll_ns, 105 * MS);
 	/* a burst brings it back */
-	virtio_poll_account_kick(&c, &vp, 10, t + 401 * MS);
+	virtio_poll_account_kick(&c, &vp, 10, 1, t + 401 * MS);
 	assert_true(vp.polling);
 	assert_int_equal(vp.switches, 3);
 }
@@ -187,15 +207,15 @@ static void test_on_and_off(void **state)
 	struct virtio_queue_poll vp = { 0 }, vp_off = { 0 };
 	uint64_t t = 1000 * MS;
 
-	virtio_poll_account_kick(&on, &vp, 1, t);
+	virtio_poll_account_kick(&on, &vp, 1, 1, t);
 	assert_true(vp.polling);
 	assert_int_equal(vp.window_ns, 32 * US);
 	/* fixed: neither long waits nor idle time change it */
-	vp.last_work_ns = t;
-	virtio_poll_account_kick(&on, &vp, 1, t + 10 * 1000 * MS);
+	vp.last_active_ns = t;
+	virtio_poll_account_kick(&on, &vp, 1, 1, t + 10 * 1000 * MS);
 	assert_true(vp.polling);
 	assert_int_equal(vp.window_ns, 32 * US);
-	virtio_poll_account_kick(&off, &vp_off, 1000, t);
+	virtio_poll_account_kick(&off, &vp_off, 1000, 1, t);
 	assert_false(vp_off.polling);
 	assert_int_equal(vp_off.switches, 0);
 }
@@ -641,6 +661,7 @@ int main(void)
 		cmocka_unit_test(test_auto_starts_at_the_kick_rate),
 		cmocka_unit_test(test_window_grows_on_near_misses),
 		cmocka_unit_test(test_window_halves_on_long_waits),
+		cmocka_unit_test(test_batched_kick_is_a_near_miss),
 		cmocka_unit_test(test_idle_queue_goes_back_to_kicks),
 		cmocka_unit_test(test_on_and_off),
 		cmocka_unit_test_setup_teardown(

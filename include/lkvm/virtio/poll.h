@@ -6,15 +6,15 @@
  * instead of waiting for the guest's next kick.
  *
  * A queue is in notify mode or in poll mode. In notify mode the thread
- * serves the ring when kicked and sleeps. A queue whose kicks come at
- * start_rate per second or faster goes to poll mode: after serving, the
+ * serves the ring when kicked and sleeps. A queue whose kicks and
+ * requests come at start_rate per second or faster goes to poll mode: after serving, the
  * guest's kicks stay off and the thread keeps checking the ring for a
- * window after the last work it found, then turns kicks back on (and
- * looks once more) before it may sleep. The window adapts as QEMU's
+ * window after the queue was last active (a kick, or work it found),
+ * then turns kicks back on (and looks once more) before it may sleep. The window adapts as QEMU's
  * does: a kick that came soon after the window ran out would have been
  * caught by a longer one (grow: 4 us, then x2, up to max_us); a kick much
  * later says polling does not pay for this queue (halve, down to 0).
- * After stop_idle_ms without work the queue goes back to notify mode.
+ * After stop_idle_ms without activity the queue goes back to notify mode.
  */
 #ifndef LKVM_VIRTIO_POLL_H
 #define LKVM_VIRTIO_POLL_H
@@ -35,12 +35,12 @@ enum virtio_poll_mode {
 struct virtio_poll_config {
 	enum virtio_poll_mode mode;
 	uint32_t max_us;		/* the window's cap */
-	uint32_t start_rate;		/* kicks per second that start polling */
+	uint32_t start_rate;		/* kicks + requests a second: poll */
 	uint32_t stop_idle_ms;		/* no work this long: notify mode */
 };
 
 #define VIRTIO_POLL_DEFAULT_MODE	VIRTIO_POLL_AUTO
-#define VIRTIO_POLL_DEFAULT_MAX_US	32
+#define VIRTIO_POLL_DEFAULT_MAX_US	50
 #define VIRTIO_POLL_DEFAULT_START_RATE	1000
 #define VIRTIO_POLL_DEFAULT_STOP_IDLE_MS 1000
 #define VIRTIO_POLL_MAX_MAX_US		10000	/* 10 ms */
@@ -68,7 +68,7 @@ struct virtio_queue_poll {
 	bool polling;			/* poll mode */
 	bool polled;			/* kicks off; the thread polls the ring */
 	uint64_t window_ns;
-	uint64_t last_work_ns;		/* when the thread last found work */
+	uint64_t last_active_ns;	/* the last kick, or work found */
 	uint64_t period_start_ns;	/* kick rate: kicks in this period */
 	uint32_t period_kicks;
 	uint64_t mode_since_ns;		/* poll mode since */
@@ -89,18 +89,21 @@ void virtio_poll_reset(struct virtio_device *vdev, struct virtio_queue *q);
 /* count kicks came through the queue's ioeventfd: maybe change mode. */
 void virtio_poll_kicked(struct virtio_device *vdev, struct virtio_queue *q,
 			uint64_t count);
-/* The policy behind it, on its own clock (unit tests give it theirs). */
+/*
+ * The policy behind it, on its own clock (unit tests give it theirs):
+ * `waiting` chains were available when the kick came.
+ */
 void virtio_poll_account_kick(const struct virtio_poll_config *cfg,
 			      struct virtio_queue_poll *vp, uint64_t count,
-			      uint64_t now);
+			      unsigned int waiting, uint64_t now);
 /*
  * A serve pass ended with the ring empty or, budget_spent, with its
- * per-turn budget used up; worked: it found chains. True when the queue
- * stays polled (guest kicks left off, the thread looks again), false
- * when the caller must turn kicks back on and look once more.
+ * per-turn budget used up, having served `served` chains. True when the
+ * queue stays polled (guest kicks left off, the thread looks again),
+ * false when the caller must turn kicks back on and look once more.
  */
 bool virtio_poll_keep(struct virtio_device *vdev, struct virtio_queue *q,
-		      bool budget_spent, bool worked);
+		      bool budget_spent, unsigned int served);
 void virtio_poll_write_stats(const struct virtio_device *vdev,
 			     const struct virtio_queue *q, FILE *f);
 
