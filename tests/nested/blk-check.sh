@@ -14,6 +14,8 @@
 #   blk-check.sh fio               fio verify on the data disk (fio from the
 #                                  read-only tool disk), then a flushed write
 #                                  and the marker after which L1 kills lkvm
+#   blk-check.sh fioqd             fio randwrite + crc32c verify at iodepth 1
+#                                  and 32 on the data disk, then power off
 #
 # The disks are told apart by size, not by name: 64 MiB data disk (rw, empty
 # at start), 1 MiB disk holding /blk/two.bin (ro), 32 MiB file-system disk,
@@ -188,6 +190,48 @@ do_io() {
 	exit 0
 }
 
+# fio from the read-only tool disk: run_fio NAME [fio options...]; facts
+# NAME_rc, NAME_err, NAME_issued, NAME_verify_errors, NAME_iops.
+run_fio() {
+	name=$1
+	shift
+	fio="/opt/ld.so --library-path /opt/lib /opt/fio"
+	for engine in libaio io_uring psync; do
+		$fio --name=verify --filename="$data" --direct=1 \
+			--ioengine=$engine --verify=crc32c --do_verify=1 \
+			--randrepeat=1 "$@" >/tmp/fio.out 2>&1
+		rc=$?
+		# An engine the guest cannot use fails before any I/O.
+		grep -q 'engine.*not loadable\|failed to load engine\|Operation not supported\|Function not implemented' /tmp/fio.out || break
+	done
+	sed "s/^/fio $name: /" /tmp/fio.out
+	fact "${name}_engine" "$engine"
+	fact "${name}_rc" "$rc"
+	fact "${name}_err" "$(sed -n 's/.*err= *\([0-9-]*\).*/\1/p' /tmp/fio.out | head -n 1)"
+	fact "${name}_issued" "$(sed -n 's/.*issued rwts: total=\([0-9]*,[0-9]*\).*/\1/p' /tmp/fio.out | head -n 1)"
+	fact "${name}_verify_errors" "$(grep -ci 'verify failed\|bad magic\|bad header\|verify: bad' /tmp/fio.out)"
+	fact "${name}_iops" "$(sed -n 's/^ *write: IOPS=\([^,]*\),.*/\1/p' /tmp/fio.out | head -n 1)"
+}
+
+do_fioqd() {
+	wait_disks 2
+	data=$(disk_by_size $DATA_SECTORS)
+	fact data_dev "$data"
+	[ -n "$data" ] || { fact "done" 0; exit 10; }
+	tool=$(disk_ro)
+	mkdir -p /opt
+	if [ -n "$tool" ] && mount -t ext2 -o ro "$tool" /opt 2>/tmp/err; then
+		run_fio qd1 --rw=randwrite --bs=4k --iodepth=1 --size=2M
+		run_fio qd32 --rw=randwrite --bs=4k --iodepth=32 --size=8M \
+			--offset=8M
+		umount /opt
+	else
+		fact qd1_rc "no-tool-disk: $(tail -n 1 /tmp/err 2>/dev/null)"
+	fi
+	finish
+	exit 0
+}
+
 do_fio() {
 	wait_disks 2
 	data=$(disk_by_size $DATA_SECTORS)
@@ -244,5 +288,6 @@ do_fio() {
 case $mode in
 io) do_io "$@" ;;
 fio) do_fio "$@" ;;
+fioqd) do_fioqd "$@" ;;
 *) echo "blk-check.sh: unknown mode '$mode'" >&2; exit 12 ;;
 esac

@@ -8,6 +8,7 @@
 #
 #   blk-job.sh NAME io TRANSPORT FS TIMEOUT [lkvm options...]
 #   blk-job.sh NAME fio TRANSPORT - TIMEOUT [lkvm options...]
+#   blk-job.sh NAME fioqd TRANSPORT - TIMEOUT [lkvm options...]
 #
 # FS: mkfs (a fresh 32 MiB third disk, /tmp/blk-fs.img), verify (the same
 # image again, from an earlier job), none, or quick (the data disk alone,
@@ -122,9 +123,26 @@ run_fio() {
 	fact l1_kill_fsync_in_image "$(same "$W/r" /l1/two.bin)"
 }
 
+# fio verify at iodepth 1 and 32 (the lkvm options set polling and I/O
+# threads); the stats say how the queues were served.
+run_fioqd() {
+	disks="-d $data"
+	[ -f /l2/fio.img ] && disks="$disks -d /l2/fio.img,ro"
+	# shellcheck disable=SC2086
+	lkvm run -k /l2/vmlinux -i /l2/initrd -m 256 -c 1 --name "$name" \
+		--virtio-transport "$t" --timeout "$limit" \
+		--stats "$W/stats.json" $disks "$@" \
+		-p "$PARAMS lkvm.run=/blk/blk-check.sh,fioqd"
+	rc=$?
+	echo
+	fact l1_lkvm_rc $rc
+	fact l1_stats "$(tr -d '\n' <"$W/stats.json" 2>/dev/null)"
+}
+
 case $mode in
 io) run_io "$@" ;;
 fio) run_fio "$@" ;;
+fioqd) run_fioqd "$@" ;;
 *) echo "blk-job.sh: unknown mode '$mode'"; exit 2 ;;
 esac
 fact l1_done 1

@@ -18,6 +18,10 @@ lkvm, checks of the image bytes after lkvm is gone) tests/nested/blk-job.sh.
                the host: 80+ MiB, too big for the guest's initramfs), then a
                flushed write, after which L1 kills lkvm with SIGKILL and finds
                the data in the image
+  poll-*       fio randwrite + crc32c verify at iodepth 1 and 32 with the
+               queues polled (--poll on/auto with a window that catches a
+               nested guest), over each transport, the disks on one or two
+               shared I/O threads (--iothreads)
 
 All guests: the PVH vmlinux of the generic flavour, -m 256, 1 vCPU.
 
@@ -56,7 +60,14 @@ BOOTS = [
     ("mmio", "io", "mmio", "verify", IO_TIMEOUT, []),
     ("noioeventfd", "io", "pci", "quick", IO_TIMEOUT, ["--no-ioeventfd"]),
     ("fio", "fio", "pci", "-", FIO_TIMEOUT, []),
+    ("poll-pci", "fioqd", "pci", "-", FIO_TIMEOUT,
+     ["--poll", "on,max_us=3000", "--iothreads", "1"]),
+    ("poll-pci-legacy", "fioqd", "pci-legacy", "-", FIO_TIMEOUT,
+     ["--poll", "auto,max_us=3000,start_rate=100"]),
+    ("poll-mmio", "fioqd", "mmio", "-", FIO_TIMEOUT,
+     ["--poll", "on,max_us=3000", "--iothreads", "2"]),
 ]
+POLL_BOOTS = [b[0] for b in BOOTS if b[1] == "fioqd"]
 IO_BOOTS = [b[0] for b in BOOTS if b[1] == "io"]
 FULL_BOOTS = [b[0] for b in BOOTS if b[1] == "io" and b[3] != "quick"]
 
@@ -425,6 +436,41 @@ def test_fio_verify(l1):
         "fio issued %r reads,writes: expected 4096 4k writes, all read back"
         " by the verify pass" % f.get("fio_issued")) + _where(j, 80)
     assert f.get("fio_write_iops"), "no IOPS in fio's output" + _where(j, 80)
+
+
+@pytest.mark.parametrize("name", POLL_BOOTS)
+def test_fio_verify_polled(l1, name):
+    """fio randwrite with crc32c verify at iodepth 1 and 32 while the I/O
+    threads poll the queues: every block written, read back and checked,
+    lkvm ends cleanly, and polling really served requests without kicks."""
+    if getattr(l1, "fio_missing", None):
+        pytest.fail("fio test not run: " + l1.fio_missing)
+    j = _io_job(l1, name)
+    f = j.facts
+    problems = []
+    for qd, blocks in (("qd1", 512), ("qd32", 2048)):
+        if f.get(qd + "_rc") != "0" or f.get(qd + "_err") != "0" or \
+                f.get(qd + "_verify_errors") != "0":
+            problems.append("%s: fio (%s) exit %s, err=%s, %s verify error"
+                            " lines" % (qd, f.get(qd + "_engine"),
+                                        f.get(qd + "_rc"), f.get(qd + "_err"),
+                                        f.get(qd + "_verify_errors")))
+        reads, _, writes = f.get(qd + "_issued", "").partition(",")
+        if not (reads == writes and int(writes or 0) == blocks):
+            problems.append("%s: issued %r, want %d writes all read back" % (
+                qd, f.get(qd + "_issued"), blocks))
+    _expect(j, problems, "io_errors", "0", "I/O errors in the guest's dmesg")
+    st = _stats(j)
+    qs = [q for _, q in _queues(st)]
+    if not sum(q.get("poll_hits", 0) for q in qs):
+        problems.append("no request found by polling")
+    nthreads = 2 if name == "poll-mmio" else 1
+    if name != "poll-pci-legacy" and len(st.get("iothreads", [])) != nthreads:
+        problems.append("%d I/O threads, want %d" % (
+            len(st.get("iothreads", [])), nthreads))
+    assert not problems, "%s: %s\nstats: %s%s" % (
+        name, "; ".join(problems), json.dumps(st.get("devices")),
+        _where(j, 60))
 
 
 def test_flushed_data_survives_kill9(l1):

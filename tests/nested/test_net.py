@@ -11,7 +11,9 @@ then 100 MiB go over TCP from the guest to L1 and 100 MiB back over the
 first NIC, 8 MiB each way over the second, and iperf3 runs 3 s each way
 (guest -> L1, then -R) over the first. A fourth boot ("mq": 2 vCPUs, one
 NIC with queues=2) runs both iperf3 tests at once, one per CPU, and every
-RX and TX queue of both pairs must serve requests.
+RX and TX queue of both pairs must serve requests. A fifth ("poll") is the
+first with both cards on one shared I/O thread that polls their transmit
+queues.
 
 The bulk payload is made the same way on both sides and here: per MiB an
 8-digit chunk number and one 1 MiB - 8 byte random block, so a lost,
@@ -100,6 +102,12 @@ RUNS = [
     # from different CPUs (test_multi_queue_spreads_flows).
     Run("mq", "pci", [("02:4c:4b:04:00:01", 0, "queues=2")], iperf=3,
         timeout=180, lkvm_args=["-c", "2"]),
+    # Both cards' queues on one shared I/O thread that polls the transmit
+    # queues (a window long enough for a nested guest's pace): the same
+    # checks, and test_polled_transmit_queues.
+    Run("poll", "pci", [("02:4c:4b:05:00:01", 100), ("02:4c:4b:05:00:02", 8)],
+        iperf=3, timeout=180,
+        lkvm_args=["--poll", "on,max_us=3000", "--iothreads", "1"]),
 ]
 _only = os.environ.get("LKVM_NESTED_NET_RUNS")
 if _only:
@@ -345,14 +353,19 @@ def test_iperf3_both_ways(l1, run):
             rep["rev"]["end"]["sum_sent"]["bytes"]), ctx
 
 
-def _net_devices(j):
-    """The virtio-net devices of lkvm's --stats JSON."""
+def _stats(j):
+    """lkvm's --stats JSON."""
     stats = None
     for line in j.console:
         if line.startswith("@@STATS "):
             stats = json.loads(line[len("@@STATS "):])
     assert stats, "%s: no --stats JSON:\n%s" % (j.name, j.tail())
-    return [d for d in stats["devices"] if d["type"] == "virtio-net"]
+    return stats
+
+
+def _net_devices(j):
+    """The virtio-net devices of lkvm's --stats JSON."""
+    return [d for d in _stats(j)["devices"] if d["type"] == "virtio-net"]
 
 
 @pytest.mark.parametrize("run", RUNS, ids=RUN_IDS)
@@ -379,6 +392,27 @@ def test_nothing_dropped(l1, run):
         bad = {k: dev.get(k) for k in ("rx_dropped", "rx_bad_buffers",
                                        "tx_dropped")}
         assert bad == dict.fromkeys(bad, 0), dev
+
+
+POLL_RUNS = [r for r in RUNS if "--poll" in r.lkvm_args]
+
+
+@pytest.mark.parametrize("run", POLL_RUNS, ids=[r.name for r in POLL_RUNS])
+def test_polled_transmit_queues(l1, run):
+    """--poll on --iothreads 1: every queue of both cards on the one
+    thread; transmit queues polled and found frames without kicks, receive
+    and control queues never polled."""
+    j = _job(l1, run.name)
+    st = _stats(j)
+    assert [t["name"] for t in st.get("iothreads", [])] == ["io0"], st
+    for dev in _net_devices(j):
+        assert dev["poll"] == "on", dev
+        assert {q["iothread"] for q in dev["queues"]} == {0}, dev
+        rx, tx = dev["queues"][:2]
+        assert tx["poll_hits"] > 0, dev
+        assert tx["kicks_eventfd"] < tx["requests"], dev
+        assert rx["poll_hits"] == 0 and rx["poll_switches"] == 0, dev
+        assert dev["queues"][-1]["poll_switches"] == 0, dev
 
 
 MQ_RUNS = [r for r in RUNS if "queues=" in r.nics[0][2]]
