@@ -79,7 +79,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
--include $(sort $(wildcard guest/*/*.mk tests/*/*.mk))
+-include $(sort $(wildcard guest/*/*.mk guest/*/*/*.mk tests/*/*.mk))
 
 .PHONY: build-all
 build-all: $(ALL_TARGETS)

@@ -25,10 +25,11 @@ BENCH_TARGETS += bench-blk-ring
 bench-blk-ring: $(BLK_RING_BENCH)
 	/usr/bin/python3 tests/bench/blk_ring_bench.py $(BLK_RING_BENCH)
 
-# Notify cost: kicks through ioeventfd against kicks that exit to a vCPU.
+# Notify cost: kicks through ioeventfd against kicks that exit to a vCPU,
+# and kvmtool's where it is installed (scripts/peers/build-kvmtool.sh).
 .PHONY: bench-notify
 BENCH_TARGETS += bench-notify
-bench-notify: $(LKVM_BIN) guest-kit
+bench-notify: $(LKVM_BIN) guest-kit peer-kit
 	$(BENCH_EXEC) bench-notify /usr/bin/python3 tests/bench/notify_bench.py
 
 # Request service: 4 KiB reads at QD1 and QD32 from a polling guest-kit
@@ -51,3 +52,11 @@ $(NET_RING_BENCH): $(BUILD)/tests/bench/net_ring_bench.o $(RING_DRIVER_OBJ) $(LI
 BENCH_TARGETS += bench-net
 bench-net: $(NET_RING_BENCH) $(LKVM_BIN) guest-kit
 	/usr/bin/python3 tests/bench/net_bench.py $(NET_RING_BENCH)
+
+# Virtqueue polling: one table of guest-kit runs (--no-ioeventfd, --poll
+# off, auto), the host-thread ring drivers next to fio, and four disks on
+# shared or separate I/O threads (tests/bench/poll_bench.py).
+.PHONY: bench-poll
+BENCH_TARGETS += bench-poll
+bench-poll: $(LKVM_BIN) guest-kit $(BLK_RING_BENCH) $(NET_RING_BENCH)
+	LKVM_BUILD=$(abspath $(BUILD)) /usr/bin/python3 tests/bench/poll_bench.py

@@ -28,7 +28,7 @@ CASES = [  # (bench mode, queue depth, fio rw, fio bs)
 def run_lkvm(binary, image, mode, qd):
     out = subprocess.run([binary, image, mode, str(qd), str(SECONDS)],
                          check=True, capture_output=True, text=True).stdout
-    _, _, iops, dev_us, total_us, errors = out.split()
+    _, _, iops, dev_us, total_us, errors = out.split()[:6]
     if int(errors):
         sys.exit(f"{mode} QD{qd}: {errors} requests failed")
     return float(iops), float(dev_us)

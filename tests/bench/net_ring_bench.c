@@ -24,12 +24,13 @@
  * driver negotiates CSUM, HOST_TSO4, GUEST_CSUM and GUEST_TSO4 in every
  * mode, and the tap reader sets the same offloads.
  *
- *   net_ring_bench lkvm|tap tx64|tx64k|rx64|rx64k SECONDS
+ *   net_ring_bench lkvm|tap tx64|tx64k|rx64|rx64k SECONDS [POLL]
  *   net_ring_bench inject rx64|rx64k TAPNAME SECONDS FRAMES
  *
- * The first form prints one line:
+ * POLL is the device's --poll (default off). The first form prints one
+ * line:
  *   side mode frames/s io-thread-us/frame process-us/frame frames
- *   tap-packets tap-dropped errors
+ *   tap-packets tap-dropped errors kicks/frame interrupts/frame
  * io-thread: lkvm's net I/O thread, or the tap writer/reader thread;
  * process: every thread (the driver and the injector included);
  * tap-packets/dropped: the tap's own counters for the direction measured.
@@ -471,6 +472,7 @@ static int bench_start(struct bench *b)
 
 struct result {
 	uint64_t frames, errors;
+	uint64_t kicks, interrupts;	/* lkvm: the driver's, the device's */
 	double secs, io_cpu_s, cpu_s;
 	struct tap_stats tap;		/* read before the tap goes away */
 };
@@ -626,13 +628,14 @@ static void stop_injector(struct flow *fl, pthread_t th)
 }
 
 static int run_lkvm(const struct mode *m, double seconds, struct flow *fl,
-		    struct result *r)
+		    const struct virtio_poll_config *poll, struct result *r)
 {
 	struct vm_config cfg = { .nr_cpus = 1 };
 	struct virtio_net_options opts = {
 		.net = { .mode = NET_MODE_TAP, .tapif = TAP_NAME, .queues = 1 },
 		.transport = VIRTIO_TRANSPORT_MMIO,
 		.use_ioeventfd = true,
+		.poll = *poll,
 	};
 	struct bench b = { .m = m };
 	struct net_backend be;
@@ -690,6 +693,8 @@ static int run_lkvm(const struct mode *m, double seconds, struct flow *fl,
 		stop_injector(fl, inj);
 	tap_read_stats(TAP_NAME, &r->tap);
 	virtio_net_destroy(net);
+	r->kicks = b.rd.kicks;
+	r->interrupts = b.rd.q->interrupts;
 	return 0;
 }
 
@@ -834,10 +839,15 @@ int main(int argc, char **argv)
 	if (m && argc == 6 && !strcmp(argv[1], "inject") && m->rx)
 		return run_inject(m, argv[3], atof(argv[4]),
 				  strtoull(argv[5], NULL, 0));
-	if (!m || argc != 4 ||
+	struct virtio_poll_config poll;
+
+	virtio_poll_config_default(&poll);
+	poll.mode = VIRTIO_POLL_OFF;
+	if (!m || argc < 4 || argc > 5 ||
+	    (argc == 5 && virtio_poll_parse(argv[4], &poll)) ||
 	    (strcmp(argv[1], "lkvm") && strcmp(argv[1], "tap"))) {
 		fprintf(stderr,
-			"usage: %s lkvm|tap tx64|tx64k|rx64|rx64k SECONDS\n"
+			"usage: %s lkvm|tap tx64|tx64k|rx64|rx64k SECONDS [POLL]\n"
 			"       %s inject rx64|rx64k TAPNAME SECONDS FRAMES\n",
 			argv[0], argv[0]);
 		return 2;
@@ -845,7 +855,7 @@ int main(int argc, char **argv)
 	seconds = atof(argv[3]);
 	if (seconds <= 0 || seconds > 600 || netns_enter())
 		return 2;
-	ret = !strcmp(argv[1], "lkvm") ? run_lkvm(m, seconds, &fl, &r)
+	ret = !strcmp(argv[1], "lkvm") ? run_lkvm(m, seconds, &fl, &poll, &r)
 				       : run_tap(m, seconds, &fl, &r);
 	if (ret || !r.frames) {
 		fprintf(stderr, "%s %s: no frames\n", argv[1], m->name);
@@ -855,11 +865,12 @@ int main(int argc, char **argv)
 	 * The tap's counters since the namespace began: what it took from
 	 * the writer (rx_*), or handed to the reader (tx_*).
 	 */
-	printf("%s %s %.0f %.3f %.3f %llu %llu %llu %llu\n", argv[1], m->name,
-	       r.frames / r.secs, r.io_cpu_s / r.frames * 1e6,
+	printf("%s %s %.0f %.3f %.3f %llu %llu %llu %llu %.4f %.4f\n", argv[1],
+	       m->name, r.frames / r.secs, r.io_cpu_s / r.frames * 1e6,
 	       r.cpu_s / r.frames * 1e6, (unsigned long long)r.frames,
 	       (unsigned long long)(m->rx ? r.tap.tx_packets : r.tap.rx_packets),
 	       (unsigned long long)(m->rx ? r.tap.tx_dropped : r.tap.rx_dropped),
-	       (unsigned long long)r.errors);
+	       (unsigned long long)r.errors, (double)r.kicks / r.frames,
+	       (double)r.interrupts / r.frames);
 	return r.errors ? 1 : 0;
 }
