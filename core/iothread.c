@@ -30,6 +30,14 @@
  * polling it interleaves with.
  */
 #define IOTHREAD_SPIN_EPOLL_NS	5000
+/*
+ * And this often it asks whether it was preempted meanwhile: then another
+ * thread wanted its CPU (a vCPU, perhaps the very one whose requests it
+ * waits for), and spinning on takes the CPU from it; the pollers' windows
+ * end at once. KVM's halt polling stops for the same reason
+ * (single_task_running()).
+ */
+#define IOTHREAD_SPIN_YIELD_NS	50000
 
 /*
  * The loop, its stop source and its pollers belong to the thread; name
@@ -47,6 +55,10 @@ struct iothread {
 	bool stopping;
 	struct io_poller *pollers;	/* active ones */
 	uint64_t epoll_ns;		/* last look at the fds while spinning */
+	uint64_t yield_ns;		/* last look at nivcsw while spinning */
+	bool baselined;			/* nivcsw read since the spin began */
+	long nivcsw;			/* preemptions seen so far */
+	uint64_t spin_yields;		/* spins ended for a preemption */
 	uint64_t user_us, sys_us;	/* CPU time, once the thread ended */
 	struct iothread *next;
 };
@@ -178,6 +190,34 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/*
+ * Was the thread preempted since it last looked? Then every poller's
+ * window ends now (each still turns its kicks back on in stop()).
+ */
+static void iothread_check_preempted(struct iothread *t, uint64_t now)
+{
+	struct io_poller *p;
+	struct rusage ru;
+	long before = t->nivcsw;
+
+	if (t->baselined && now - t->yield_ns < IOTHREAD_SPIN_YIELD_NS)
+		return;
+	t->yield_ns = now;
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return;
+	t->nivcsw = ru.ru_nivcsw;
+	/* what came before this spin is no news */
+	if (!t->baselined) {
+		t->baselined = true;
+		return;
+	}
+	if (ru.ru_nivcsw == before)
+		return;
+	t->spin_yields++;
+	for (p = t->pollers; p; p = p->next)
+		p->deadline_ns = now;
+}
+
 /* Should a spinning thread skip this turn's look at its fds? */
 static bool iothread_skip_epoll(struct iothread *t, bool spin, uint64_t now)
 {
@@ -188,6 +228,7 @@ static bool iothread_skip_epoll(struct iothread *t, bool spin, uint64_t now)
 		return true;
 	}
 	t->epoll_ns = now;
+	iothread_check_preempted(t, now);
 	return false;
 }
 
@@ -214,6 +255,8 @@ static void *iothread_loop(void *arg)
 
 		if (iothread_skip_epoll(t, spin, now))
 			continue;
+		if (!spin)
+			t->baselined = false;
 		n = epoll_wait(t->epfd, ev, IOTHREAD_MAX_EVENTS, spin ? 0 : -1);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -278,6 +321,11 @@ unsigned int iothread_id(const struct iothread *t)
 	return t->id;
 }
 
+uint64_t iothread_spin_yields(const struct iothread *t)
+{
+	return t->spin_yields;
+}
+
 void iothreads_write_stats(struct vm *vm, FILE *f)
 {
 	const struct iothread *t;
@@ -285,8 +333,9 @@ void iothreads_write_stats(struct vm *vm, FILE *f)
 	fprintf(f, "\"iothreads\":[");
 	for (t = vm->iothreads; t; t = t->next)
 		fprintf(f, "%s{\"id\":%u,\"name\":\"%s\",\"user_ms\":%.3f,"
-			"\"sys_ms\":%.3f}", t->id ? "," : "", t->id, t->name,
-			t->user_us / 1e3, t->sys_us / 1e3);
+			"\"sys_ms\":%.3f,\"spin_yields\":%llu}",
+			t->id ? "," : "", t->id, t->name, t->user_us / 1e3,
+			t->sys_us / 1e3, (unsigned long long)t->spin_yields);
 	fprintf(f, "]");
 }
 

@@ -161,17 +161,18 @@ static void poll_mode_leave(struct virtio_queue_poll *vp, uint64_t when)
 	if (when > vp->mode_since_ns)
 		vp->poll_ns += when - vp->mode_since_ns;
 	vp->period_start_ns = 0;
-	vp->period_kicks = 0;
+	vp->period_events = 0;
 }
 
 /*
- * A kick that the window missed, gap after the queue was last active: had
- * the window been longer, would polling have caught it? The gap is measured when the
- * thread is awake again, so it includes the thread's own wake-up (tens of
- * microseconds on a loaded or virtualized host): a kick up to twice the
- * cap after the work counts as a near miss. A longer wait halves the
- * window rather than resetting it (QEMU's poll-shrink=2), so that one
- * stray wait does not undo a window that was catching the rest.
+ * A kick that the window missed, gap after the queue was last active:
+ * had the window been longer, would polling have caught it? The gap is
+ * measured when the thread is awake again, so it includes the thread's
+ * own wake-up (tens of microseconds on a loaded or virtualized host): a
+ * kick up to twice the cap after the work counts as a near miss. A
+ * longer wait halves the window rather than resetting it (QEMU's
+ * poll-shrink=2), so that one stray wait does not undo a window that was
+ * catching the rest.
  */
 static void poll_window_adapt(const struct virtio_poll_config *cfg,
 			      struct virtio_queue_poll *vp, uint64_t gap)
@@ -188,7 +189,7 @@ static void poll_window_adapt(const struct virtio_poll_config *cfg,
 					      : MIN(POLL_GROW_START_NS, max);
 }
 
-/* Kicks at start_rate per second or more, over a 10 ms period? */
+/* Kicks and requests at start_rate a second or more, over 10 ms? */
 static bool poll_rate_reached(const struct virtio_poll_config *cfg,
 			      struct virtio_queue_poll *vp, uint64_t count,
 			      uint64_t now)
@@ -199,10 +200,10 @@ static bool poll_rate_reached(const struct virtio_poll_config *cfg,
 	if (!vp->period_start_ns ||
 	    now - vp->period_start_ns >= POLL_RATE_PERIOD_NS) {
 		vp->period_start_ns = now;
-		vp->period_kicks = 0;
+		vp->period_events = 0;
 	}
-	vp->period_kicks = MIN((uint64_t)vp->period_kicks + count, UINT32_MAX);
-	return vp->period_kicks >= MAX(need, 1);
+	vp->period_events = MIN((uint64_t)vp->period_events + count, UINT32_MAX);
+	return vp->period_events >= MAX(need, 1);
 }
 
 void virtio_poll_account_kick(const struct virtio_poll_config *cfg,

@@ -88,6 +88,8 @@ void iothread_poll_start(struct iothread *t, struct io_poller *p,
 bool iothread_is_current(const struct iothread *t);
 /* A number, unique in its VM, for --stats. */
 unsigned int iothread_id(const struct iothread *t);
+/* How many spins a preemption ended (read once the thread stopped). */
+uint64_t iothread_spin_yields(const struct iothread *t);
 
 /* --stats: "iothreads":[...] for every thread the VM made. */
 void iothreads_write_stats(struct vm *vm, FILE *f);

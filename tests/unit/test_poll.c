@@ -435,8 +435,9 @@ static void make_image(struct blk_fixture *f)
 	close(fd);
 }
 
-static void blk_start(struct blk_fixture *f, const struct virtio_poll_config *poll,
-		      bool event_idx, uint32_t bs)
+static void blk_start(struct blk_fixture *f,
+		      const struct virtio_poll_config *poll, bool event_idx,
+		      uint32_t bs)
 {
 	struct disk_config dc = { .path = f->path, .poll = VIRTIO_POLL_UNSET };
 	struct virtio_blk_options opts = {

@@ -7,14 +7,15 @@
  *
  * A queue is in notify mode or in poll mode. In notify mode the thread
  * serves the ring when kicked and sleeps. A queue whose kicks and
- * requests come at start_rate per second or faster goes to poll mode: after serving, the
- * guest's kicks stay off and the thread keeps checking the ring for a
- * window after the queue was last active (a kick, or work it found),
- * then turns kicks back on (and looks once more) before it may sleep. The window adapts as QEMU's
- * does: a kick that came soon after the window ran out would have been
- * caught by a longer one (grow: 4 us, then x2, up to max_us); a kick much
- * later says polling does not pay for this queue (halve, down to 0).
- * After stop_idle_ms without activity the queue goes back to notify mode.
+ * requests come at start_rate a second or faster goes to poll mode: after
+ * serving, the guest's kicks stay off and the thread keeps checking the
+ * ring for a window after the queue was last active (a kick, or work it
+ * found), then turns kicks back on (and looks once more) before it may
+ * sleep. The window adapts as QEMU's does: a kick that came soon after
+ * the window ran out would have been caught by a longer one (grow: 4 us,
+ * then x2, up to max_us); a kick much later says polling does not pay for
+ * this queue (halve, down to 0). After stop_idle_ms without activity the
+ * queue goes back to notify mode.
  */
 #ifndef LKVM_VIRTIO_POLL_H
 #define LKVM_VIRTIO_POLL_H
@@ -69,8 +70,8 @@ struct virtio_queue_poll {
 	bool polled;			/* kicks off; the thread polls the ring */
 	uint64_t window_ns;
 	uint64_t last_active_ns;	/* the last kick, or work found */
-	uint64_t period_start_ns;	/* kick rate: kicks in this period */
-	uint32_t period_kicks;
+	uint64_t period_start_ns;	/* the rate: kicks + requests since */
+	uint32_t period_events;
 	uint64_t mode_since_ns;		/* poll mode since */
 	/* counters, read at exit */
 	uint64_t hits;			/* polls that found work */
