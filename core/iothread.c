@@ -181,15 +181,6 @@ static bool iothread_run_pollers(struct iothread *t, uint64_t *now_out)
 	return t->pollers;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
 /*
  * Was the thread preempted since it last looked? Then every poller's
  * window ends now (each still turns its kicks back on in stop()).

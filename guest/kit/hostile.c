@@ -35,16 +35,6 @@ static volatile uint8_t *status;
 static uint8_t *data;
 static uint64_t ram_end;
 
-static void mmio_write16(uintptr_t addr, uint16_t v)
-{
-	*(volatile uint16_t *)addr = v;
-}
-
-static uint16_t mmio_read16(uintptr_t addr)
-{
-	return *(volatile uint16_t *)addr;
-}
-
 static bool negotiate(uint64_t features)
 {
 	return kit_check(!vio_negotiate(&dev, features),

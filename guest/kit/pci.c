@@ -25,15 +25,7 @@
 #define COMMON_Q_SELECT		0x16
 #define COMMON_Q_SIZE		0x18
 
-static inline uint16_t mmio_read16(uintptr_t addr)
-{
-	return *(volatile uint16_t *)addr;
-}
 
-static inline void mmio_write16(uintptr_t addr, uint16_t v)
-{
-	*(volatile uint16_t *)addr = v;
-}
 
 static unsigned int scan_bus0(int *blk_slot)
 {

@@ -15,17 +15,7 @@
 #define SEL_DATA	0x10
 #define SEL_CODE64	0x18
 
-#define CR0_PE		(1 << 0)
-#define CR0_PG		(1 << 31)
-#define CR4_PAE		(1 << 5)
-#define MSR_EFER	0xc0000080
-#define EFER_LME	(1 << 8)
-
-#define PTE_P		0x001
-#define PTE_RW		0x002
-#define PTE_PWT		0x008
-#define PTE_PCD		0x010
-#define PTE_PS		0x080
+#include "paging.h"
 
 	/* The PVH loader finds the 32-bit entry point through this note. */
 	.section .note.Xen, "a"
@@ -47,12 +37,7 @@ _start:
 	lgdt kit_gdt_desc
 	ljmp $SEL_CODE32, $1f
 1:
-	movl $SEL_DATA, %eax
-	movl %eax, %ds
-	movl %eax, %es
-	movl %eax, %ss
-	movl %eax, %fs
-	movl %eax, %gs
+	load_data_segments SEL_DATA
 	movl $kit_stack_top, %esp
 
 	/* A loader may leave memsz beyond filesz dirty; bss is kept small. */
@@ -63,28 +48,12 @@ _start:
 	xorl %eax, %eax
 	rep stosl
 
-	movl $kit_pml4, %eax
-	movl %eax, %cr3
-	movl %cr4, %eax
-	orl $CR4_PAE, %eax
-	movl %eax, %cr4
-	movl $MSR_EFER, %ecx
-	rdmsr
-	orl $EFER_LME, %eax
-	wrmsr
-	movl %cr0, %eax
-	orl $(CR0_PG | CR0_PE), %eax
-	movl %eax, %cr0
+	paging_on $kit_pml4
 	ljmp $SEL_CODE64, $long_mode
 
 	.code64
 long_mode:
-	movl $SEL_DATA, %eax
-	movl %eax, %ds
-	movl %eax, %es
-	movl %eax, %ss
-	movl %eax, %fs
-	movl %eax, %gs
+	load_data_segments SEL_DATA
 	movq $kit_stack_top, %rsp
 	movl %esi, %edi			/* zero-extends: the start_info address */
 	call kit_main
@@ -155,33 +124,9 @@ kit_gdt_desc:
 	.word kit_gdt_end - kit_gdt - 1
 	.quad kit_gdt
 
-	/*
-	 * Page tables built by the assembler rather than by loops: every guest
-	 * instruction is expensive on a software KVM, data is free. The top
-	 * GiB (MMIO hole, IOAPIC, LAPIC) is mapped uncached.
-	 */
 	.section .data.pagetables, "aw"
-	.balign 4096
 	.globl kit_pml4
-kit_pml4:
-	.quad kit_pdpt + PTE_P + PTE_RW
-	.fill 511, 8, 0
-kit_pdpt:
-	.quad kit_pd + 0x0000 + PTE_P + PTE_RW
-	.quad kit_pd + 0x1000 + PTE_P + PTE_RW
-	.quad kit_pd + 0x2000 + PTE_P + PTE_RW
-	.quad kit_pd + 0x3000 + PTE_P + PTE_RW
-	.fill 508, 8, 0
-kit_pd:
-	.set pde, 0
-	.rept 2048
-	.if pde >= 1536
-	.quad (pde << 21) + PTE_P + PTE_RW + PTE_PS + PTE_PWT + PTE_PCD
-	.else
-	.quad (pde << 21) + PTE_P + PTE_RW + PTE_PS
-	.endif
-	.set pde, pde + 1
-	.endr
+	identity_map_4g kit_pml4, kit_pdpt, kit_pd
 
 	.section .stack, "aw", @nobits
 	.balign 16

@@ -18,6 +18,8 @@
 #define SEL_DATA	0x10
 #define SEL_CODE64	0x18
 
+#include "paging.h"
+
 	.section .rodata.trampoline, "a"
 	.balign 16
 	.globl kit_trampoline_start, kit_trampoline_end, kit_trampoline_data
@@ -35,24 +37,9 @@ kit_trampoline_start:
 
 	.code32
 tr_32:
-	movl $SEL_DATA, %eax
-	movl %eax, %ds
-	movl %eax, %es
-	movl %eax, %ss
-	movl %eax, %fs
-	movl %eax, %gs
-	movl ABS(tr_cr3), %eax
-	movl %eax, %cr3
-	movl %cr4, %eax
-	orl $(1 << 5), %eax		/* PAE */
-	movl %eax, %cr4
-	movl $0xc0000080, %ecx		/* EFER */
-	rdmsr
-	orl $(1 << 8), %eax		/* LME */
-	wrmsr
-	movl %cr0, %eax
-	orl $0x80000001, %eax		/* PG | PE */
-	movl %eax, %cr0
+	load_data_segments SEL_DATA
+	/* no blanks: a gas macro argument ends at one */
+	paging_on (TRAMP+tr_cr3-kit_trampoline_start)
 	ljmp $SEL_CODE64, $ABS(tr_64)
 
 	.code64

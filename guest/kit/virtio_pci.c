@@ -32,16 +32,6 @@
 #define IOAPIC_MASKED		(1u << 16)
 #define LAPIC_SVR_ENABLE	(1u << 8)
 
-static inline uint16_t mmio_read16(uintptr_t addr)
-{
-	return *(volatile uint16_t *)addr;
-}
-
-static inline void mmio_write16(uintptr_t addr, uint16_t v)
-{
-	*(volatile uint16_t *)addr = v;
-}
-
 static bool is_legacy(const struct vio_dev *d)
 {
 	return d->transport == VIO_PCI_LEGACY;

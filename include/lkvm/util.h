@@ -75,6 +75,16 @@ static inline uint8_t table_checksum(const void *p, size_t len)
 	return -sum;
 }
 
+/* In a busy-wait: let a sibling hyperthread (or the host) have the core. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
 /* CLOCK_MONOTONIC in milliseconds: the same clock in every process. */
 double now_ms(void);
 /* The same clock in nanoseconds. */

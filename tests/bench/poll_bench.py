@@ -38,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from request_bench import run_sampled  # noqa: E402
 from blk_ring_bench import run_fio  # noqa: E402
-from net_bench import make_netns, make_tap, tap_mac, TAP  # noqa: E402
+import net_bench  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 LKVM = Path(os.environ.get("LKVM", ROOT / "lkvm"))
@@ -111,37 +111,8 @@ def reqbench(img, qd, extra, stats, disks=1):
 
 
 def netbench(ns, mode, extra, stats):
-    params = f"transport=mmio mode={mode} frames={FRAMES}"
-    make_tap(ns)
-    if mode.startswith("tx"):
-        params += f" dst={tap_mac(ns)}"
-    inj = None
-    if mode.startswith("rx"):
-        inj = subprocess.Popen(["ip", "netns", "exec", ns, str(NET_RING),
-                                "inject", mode, TAP, str(RUN_TIMEOUT),
-                                str(FRAMES)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    cmd = ["ip", "netns", "exec", ns, str(LKVM), "run", "-q", "--timeout",
-           str(RUN_TIMEOUT), "--virtio-transport", "mmio",
-           "-k", str(KIT / "netbench.elf"), "-n", f"mode=tap,tapif={TAP}",
-           "-p", params, "--stats", stats, *extra]
-    rc, ru, out, err, last = run_sampled(cmd)
-    if inj:
-        try:
-            inj.communicate(timeout=RUN_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            inj.kill()
-            inj.communicate()
-    line = next((x for x in out.splitlines() if x.startswith("netbench:")),
-                "")
-    w = line.replace(",", "").split()
-    if rc or len(w) < 10 or int(w[9]):
-        sys.exit(f"{' '.join(cmd)} failed ({rc}):\n{out}{err}")
-    st = json.loads(Path(stats).read_text())
-    dev = next(d for d in st["devices"] if d["type"] == "virtio-net")
-    q = dev["queues"][0 if mode.startswith("rx") else 1]
-    done = int(w[1])
-    return figures(cmd, done, int(w[5]), done * 64, [q], st, ru, last)
+    return net_bench.guest(str(NET_RING), ns, mode, stats, "mmio", extra,
+                           FRAMES)
 
 
 def guest_part():
@@ -149,7 +120,7 @@ def guest_part():
     res = {}
     img = image("lkvm-poll-bench.img")
     imgs = [image(f"lkvm-poll-bench{i}.img", 16) for i in range(4)]
-    ns = make_netns()
+    ns = net_bench.make_netns()
     try:
         with tempfile.TemporaryDirectory() as tmp:
             stats = os.path.join(tmp, "stats.json")

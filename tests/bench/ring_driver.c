@@ -170,15 +170,6 @@ void ring_driver_publish(struct ring_driver *rd, uint16_t old)
 	}
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
 /* Polls the used ring for up to 100 ms; true when an entry came. */
 static bool ring_driver_spin(struct ring_driver *rd)
 {

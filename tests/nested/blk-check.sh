@@ -190,11 +190,14 @@ do_io() {
 	exit 0
 }
 
-# fio from the read-only tool disk: run_fio NAME [fio options...]; facts
-# NAME_rc, NAME_err, NAME_issued, NAME_verify_errors, NAME_iops.
+# fio from the read-only tool disk (mounted at /opt) on $data, with crc32c
+# verify: run_fio NAME [fio options...]; facts NAME_version, NAME_engine,
+# NAME_rc, NAME_err, NAME_issued (reads,writes), NAME_verify_errors,
+# NAME_write_iops, NAME_read_iops, NAME_write_bw.
 run_fio() {
-	name=$1
+	run=$1
 	shift
+	# fio and its libraries, run through their own dynamic loader.
 	fio="/opt/ld.so --library-path /opt/lib /opt/fio"
 	for engine in libaio io_uring psync; do
 		$fio --name=verify --filename="$data" --direct=1 \
@@ -204,13 +207,25 @@ run_fio() {
 		# An engine the guest cannot use fails before any I/O.
 		grep -q 'engine.*not loadable\|failed to load engine\|Operation not supported\|Function not implemented' /tmp/fio.out || break
 	done
-	sed "s/^/fio $name: /" /tmp/fio.out
-	fact "${name}_engine" "$engine"
-	fact "${name}_rc" "$rc"
-	fact "${name}_err" "$(sed -n 's/.*err= *\([0-9-]*\).*/\1/p' /tmp/fio.out | head -n 1)"
-	fact "${name}_issued" "$(sed -n 's/.*issued rwts: total=\([0-9]*,[0-9]*\).*/\1/p' /tmp/fio.out | head -n 1)"
-	fact "${name}_verify_errors" "$(grep -ci 'verify failed\|bad magic\|bad header\|verify: bad' /tmp/fio.out)"
-	fact "${name}_iops" "$(sed -n 's/^ *write: IOPS=\([^,]*\),.*/\1/p' /tmp/fio.out | head -n 1)"
+	sed "s/^/fio $run: /" /tmp/fio.out
+	fact "${run}_version" "$(grep -m1 '^fio-' /tmp/fio.out)"
+	fact "${run}_engine" "$engine"
+	fact "${run}_rc" "$rc"
+	fact "${run}_err" "$(sed -n 's/.*err= *\([0-9-]*\).*/\1/p' /tmp/fio.out | head -n 1)"
+	# reads,writes issued: the verify pass reads back all it wrote.
+	fact "${run}_issued" "$(sed -n 's/.*issued rwts: total=\([0-9]*,[0-9]*\).*/\1/p' /tmp/fio.out | head -n 1)"
+	fact "${run}_verify_errors" "$(grep -ci 'verify failed\|bad magic\|bad header\|verify: bad' /tmp/fio.out)"
+	fact "${run}_write_iops" "$(sed -n 's/^ *write: IOPS=\([^,]*\),.*/\1/p' /tmp/fio.out | head -n 1)"
+	fact "${run}_read_iops" "$(sed -n 's/^ *read: IOPS=\([^,]*\),.*/\1/p' /tmp/fio.out | head -n 1)"
+	fact "${run}_write_bw" "$(sed -n 's/^ *write: IOPS=[^,]*, BW=\([^ ]*\).*/\1/p' /tmp/fio.out | head -n 1)"
+}
+
+# The read-only tool disk (fio and its libraries) at /opt; false if none.
+mount_tools() {
+	tool=$(disk_ro)
+	fact tool_dev "$tool"
+	mkdir -p /opt
+	[ -n "$tool" ] && mount -t ext2 -o ro "$tool" /opt 2>/tmp/err
 }
 
 do_fioqd() {
@@ -218,9 +233,7 @@ do_fioqd() {
 	data=$(disk_by_size $DATA_SECTORS)
 	fact data_dev "$data"
 	[ -n "$data" ] || { fact "done" 0; exit 10; }
-	tool=$(disk_ro)
-	mkdir -p /opt
-	if [ -n "$tool" ] && mount -t ext2 -o ro "$tool" /opt 2>/tmp/err; then
+	if mount_tools; then
 		run_fio qd1 --rw=randwrite --bs=4k --iodepth=1 --size=2M
 		run_fio qd32 --rw=randwrite --bs=4k --iodepth=32 --size=8M \
 			--offset=8M
@@ -237,33 +250,9 @@ do_fio() {
 	data=$(disk_by_size $DATA_SECTORS)
 	fact data_dev "$data"
 	[ -n "$data" ] || { fact "done" 0; exit 10; }
-	tool=$(disk_ro)
-	fact tool_dev "$tool"
-	mkdir -p /opt
-	if [ -n "$tool" ] && mount -t ext2 -o ro "$tool" /opt 2>/tmp/err; then
-		# fio and its libraries, run through their own dynamic loader.
-		fio="/opt/ld.so --library-path /opt/lib /opt/fio"
-		for engine in libaio io_uring psync; do
-			$fio --name=verify --filename="$data" --direct=1 \
-				--rw=randwrite --bs=4k --iodepth=32 \
-				--ioengine=$engine --size=16M --verify=crc32c \
-				--do_verify=1 --randrepeat=1 >/tmp/fio.out 2>&1
-			rc=$?
-			# An engine the guest cannot use fails before any I/O.
-			grep -q 'engine.*not loadable\|failed to load engine\|Operation not supported\|Function not implemented' /tmp/fio.out || break
-		done
-		sed 's/^/fio: /' /tmp/fio.out
-		fact fio_version "$(grep -m1 '^fio-' /tmp/fio.out)"
-		fact fio_engine "$engine"
-		fact fio_rc "$rc"
+	if mount_tools; then
+		run_fio fio --rw=randwrite --bs=4k --iodepth=32 --size=16M
 		fact t_fio "$(up)"
-		fact fio_err "$(sed -n 's/.*err= *\([0-9-]*\).*/\1/p' /tmp/fio.out | head -n 1)"
-		# reads,writes issued: the verify pass reads back all it wrote.
-		fact fio_issued "$(sed -n 's/.*issued rwts: total=\([0-9]*,[0-9]*\).*/\1/p' /tmp/fio.out | head -n 1)"
-		fact fio_verify_errors "$(grep -ci 'verify failed\|bad magic\|bad header\|verify: bad' /tmp/fio.out)"
-		fact fio_write_iops "$(sed -n 's/^ *write: IOPS=\([^,]*\),.*/\1/p' /tmp/fio.out | head -n 1)"
-		fact fio_read_iops "$(sed -n 's/^ *read: IOPS=\([^,]*\),.*/\1/p' /tmp/fio.out | head -n 1)"
-		fact fio_write_bw "$(sed -n 's/^ *write: IOPS=[^,]*, BW=\([^ ]*\).*/\1/p' /tmp/fio.out | head -n 1)"
 		umount /opt
 	else
 		fact fio_rc "no-tool-disk: $(tail -n 1 /tmp/err 2>/dev/null)"

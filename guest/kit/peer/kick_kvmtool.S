@@ -19,17 +19,7 @@
 #define SEL_CODE64	0x08
 #define SEL_DATA	0x10
 
-#define CR0_PE		(1 << 0)
-#define CR0_PG		(1 << 31)
-#define CR4_PAE		(1 << 5)
-#define MSR_EFER	0xc0000080
-#define EFER_LME	(1 << 8)
-
-#define PTE_P		0x001
-#define PTE_RW		0x002
-#define PTE_PWT		0x008
-#define PTE_PCD		0x010
-#define PTE_PS		0x080
+#include "../paging.h"
 
 #define LOAD_ADDR	0x10000
 
@@ -41,29 +31,13 @@ _start:
 	cld
 	/* DS = 0x1000: the operand is an offset from the load address. */
 	lgdtl kt_gdt_desc - LOAD_ADDR
-	movl $kt_pml4, %eax
-	movl %eax, %cr3
-	movl %cr4, %eax
-	orl $CR4_PAE, %eax
-	movl %eax, %cr4
-	movl $MSR_EFER, %ecx
-	rdmsr
-	orl $EFER_LME, %eax
-	wrmsr
-	movl %cr0, %eax
-	orl $(CR0_PG | CR0_PE), %eax
-	movl %eax, %cr0
+	paging_on $kt_pml4
 	/* Real mode straight to long mode: a 32-bit far jump to a 64-bit CS. */
 	ljmpl $SEL_CODE64, $long_mode
 
 	.code64
 long_mode:
-	movl $SEL_DATA, %eax
-	movl %eax, %ds
-	movl %eax, %es
-	movl %eax, %ss
-	movl %eax, %fs
-	movl %eax, %gs
+	load_data_segments SEL_DATA
 	movq $kt_stack_top, %rsp
 	/* kvmtool's guest RAM is a fresh anonymous mapping, but clear anyway. */
 	movq $__bss_start, %rdi
@@ -185,26 +159,7 @@ kt_null_idt_desc:
 
 	/* Built by the assembler: guest instructions are dear, data is free. */
 	.section .data.pagetables, "aw"
-	.balign 4096
-kt_pml4:
-	.quad kt_pdpt + PTE_P + PTE_RW
-	.fill 511, 8, 0
-kt_pdpt:
-	.quad kt_pd + 0x0000 + PTE_P + PTE_RW
-	.quad kt_pd + 0x1000 + PTE_P + PTE_RW
-	.quad kt_pd + 0x2000 + PTE_P + PTE_RW
-	.quad kt_pd + 0x3000 + PTE_P + PTE_RW
-	.fill 508, 8, 0
-kt_pd:
-	.set pde, 0
-	.rept 2048
-	.if pde >= 1536
-	.quad (pde << 21) + PTE_P + PTE_RW + PTE_PS + PTE_PWT + PTE_PCD
-	.else
-	.quad (pde << 21) + PTE_P + PTE_RW + PTE_PS
-	.endif
-	.set pde, pde + 1
-	.endr
+	identity_map_4g kt_pml4, kt_pdpt, kt_pd
 
 	.section .stack, "aw", @nobits
 	.balign 16

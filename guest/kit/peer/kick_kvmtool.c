@@ -46,6 +46,8 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "../cpu.h"
+
 #ifndef KICKS
 #define KICKS		100000
 #endif
@@ -104,60 +106,6 @@ void kick_main(void);
  * descriptors 4 KiB, avail ring, used ring on the third page. 4 pages.
  */
 static uint8_t ring[4 * 4096] __attribute__((aligned(4096)));
-
-static inline void outb(uint16_t port, uint8_t v)
-{
-	asm volatile("outb %0, %1" : : "a"(v), "Nd"(port));
-}
-
-static inline void outw(uint16_t port, uint16_t v)
-{
-	asm volatile("outw %0, %1" : : "a"(v), "Nd"(port));
-}
-
-static inline void outl(uint16_t port, uint32_t v)
-{
-	asm volatile("outl %0, %1" : : "a"(v), "Nd"(port));
-}
-
-static inline uint8_t inb(uint16_t port)
-{
-	uint8_t v;
-
-	asm volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
-	return v;
-}
-
-static inline uint32_t inl(uint16_t port)
-{
-	uint32_t v;
-
-	asm volatile("inl %1, %0" : "=a"(v) : "Nd"(port));
-	return v;
-}
-
-static inline void w8(uintptr_t a, uint8_t v)
-{
-	*(volatile uint8_t *)a = v;
-}
-
-static inline void w16(uintptr_t a, uint16_t v)
-{
-	*(volatile uint16_t *)a = v;
-}
-
-static inline void w32(uintptr_t a, uint32_t v)
-{
-	*(volatile uint32_t *)a = v;
-}
-
-static inline uint64_t rdtsc(void)
-{
-	uint32_t lo, hi;
-
-	asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-}
 
 /* ---- console: kvmtool's 8250 flushes every THR write to the terminal ---- */
 
@@ -331,21 +279,21 @@ static uintptr_t modern_setup(unsigned int slot)
 	if (!common || !notify)
 		return 0;
 	/* Queue 0's notify_off times the multiplier: kvmtool's is 0. */
-	w8(common + COMMON_STATUS, 0);
-	w8(common + COMMON_STATUS, S_ACK | S_DRIVER);
-	w32(common + COMMON_GFSELECT, 1);
-	w32(common + COMMON_GF, 1);		/* VIRTIO_F_VERSION_1 */
-	w8(common + COMMON_STATUS, S_ACK | S_DRIVER | S_FEATURES_OK);
-	w16(common + COMMON_Q_SELECT, 0);
-	w16(common + COMMON_Q_SIZE, MODERN_QUEUE_SIZE);
-	w32(common + COMMON_Q_DESCLO, r);
-	w32(common + COMMON_Q_DESCHI, 0);
-	w32(common + COMMON_Q_AVAILLO, r + 16 * MODERN_QUEUE_SIZE);
-	w32(common + COMMON_Q_AVAILHI, 0);
-	w32(common + COMMON_Q_USEDLO, r + 4096);
-	w32(common + COMMON_Q_USEDHI, 0);
-	w16(common + COMMON_Q_ENABLE, 1);
-	w8(common + COMMON_STATUS,
+	mmio_write8(common + COMMON_STATUS, 0);
+	mmio_write8(common + COMMON_STATUS, S_ACK | S_DRIVER);
+	mmio_write32(common + COMMON_GFSELECT, 1);
+	mmio_write32(common + COMMON_GF, 1);		/* VIRTIO_F_VERSION_1 */
+	mmio_write8(common + COMMON_STATUS, S_ACK | S_DRIVER | S_FEATURES_OK);
+	mmio_write16(common + COMMON_Q_SELECT, 0);
+	mmio_write16(common + COMMON_Q_SIZE, MODERN_QUEUE_SIZE);
+	mmio_write32(common + COMMON_Q_DESCLO, r);
+	mmio_write32(common + COMMON_Q_DESCHI, 0);
+	mmio_write32(common + COMMON_Q_AVAILLO, r + 16 * MODERN_QUEUE_SIZE);
+	mmio_write32(common + COMMON_Q_AVAILHI, 0);
+	mmio_write32(common + COMMON_Q_USEDLO, r + 4096);
+	mmio_write32(common + COMMON_Q_USEDHI, 0);
+	mmio_write16(common + COMMON_Q_ENABLE, 1);
+	mmio_write8(common + COMMON_STATUS,
 	   S_ACK | S_DRIVER | S_FEATURES_OK | S_DRIVER_OK);
 	return notify;
 }

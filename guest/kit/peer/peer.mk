@@ -37,7 +37,7 @@ PEER_LDFLAGS	:= -nostdlib -static -no-pie -Wl,--build-id=none \
 
 PEER_BINS	:= $(PEER_DIR)/kick_kvmtool.bin $(PEER_DIR)/kick_kvmtool_pio.bin \
 		   $(PEER_DIR)/kick_kvmtool_exit.bin
-PEER_DEPS	:= $(PEER_DIR)/kick_kvmtool.c $(PEER_DIR)/kick_kvmtool.S \
+PEER_DEPS	:= $(PEER_DIR)/kick_kvmtool.c $(PEER_DIR)/kick_kvmtool.S guest/kit/cpu.h guest/kit/paging.h \
 		   $(PEER_DIR)/kick_kvmtool.ld $(PEER_DIR)/peer.mk
 
 .PHONY: peer-kit
