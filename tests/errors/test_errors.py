@@ -287,6 +287,31 @@ def test_disk_is_a_directory(tmp):
                           "disk")
 
 
+@pytest.mark.parametrize("poll,words", [
+    ("fast", ["--poll", "fast"]), ("on,max_us=0", ["--poll", "max_us"]),
+    ("auto,max_us=10001", ["max_us", "10000"]),
+    ("auto,start_rate=x", ["start_rate"]), ("on,stop_idle_ms=", ["stop_idle_ms"]),
+    ("on,window=5", ["window=5"]), ("", ["--poll"]),
+])
+def test_bad_poll(poll, words):
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "--poll", poll]), *words)
+
+
+@pytest.mark.parametrize("n", ["0", "65", "many"])
+def test_bad_iothreads(n):
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "--iothreads", n]),
+                          "--iothreads")
+
+
+def test_bad_device_poll(tmp):
+    img = tmp / "d.img"
+    img.write_bytes(b"\0" * 4096)
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d",
+                               f"{img},poll=fast"]), "poll", "off, auto or on")
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-n",
+                               "mode=user,poll=1"]), "poll", "'1'")
+
+
 def test_bad_transport():
     assert_one_line_error(run(["run", "-k", EXIT_ELF, "--virtio-transport",
                                "usb"]), "--virtio-transport", "usb")

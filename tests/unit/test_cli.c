@@ -68,6 +68,28 @@ static void test_long_and_short_options(void **state)
 	assert_string_equal(cfg.initrd, kernel_path);
 }
 
+static void test_polling_options(void **state)
+{
+	struct vm_config cfg;
+
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path), CLI_OK);
+	assert_int_equal(cfg.poll.mode, VIRTIO_POLL_AUTO);
+	assert_int_equal(cfg.poll.max_us, VIRTIO_POLL_DEFAULT_MAX_US);
+	assert_int_equal(cfg.nr_iothreads, 0);
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "--poll",
+			       "on,max_us=20", "--iothreads", "2", "-d",
+			       "/dev/null,poll=off", "-d", "/dev/zero", "-n",
+			       "mode=user,poll=auto"), CLI_OK);
+	assert_int_equal(cfg.poll.mode, VIRTIO_POLL_ON);
+	assert_int_equal(cfg.poll.max_us, 20);
+	assert_int_equal(cfg.poll.start_rate, VIRTIO_POLL_DEFAULT_START_RATE);
+	assert_int_equal(cfg.nr_iothreads, 2);
+	/* a device's own mode, or none: --poll's */
+	assert_int_equal(cfg.disks[0].poll, VIRTIO_POLL_OFF);
+	assert_int_equal(cfg.disks[1].poll, VIRTIO_POLL_UNSET);
+	assert_int_equal(cfg.nics[0].poll, VIRTIO_POLL_AUTO);
+}
+
 static void test_bad_numbers(void **state)
 {
 	static const char *const bad_mem[] = {
@@ -151,6 +173,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_long_and_short_options),
+		cmocka_unit_test(test_polling_options),
 		cmocka_unit_test(test_bad_numbers),
 		cmocka_unit_test(test_bad_combinations),
 		cmocka_unit_test(test_missing_files),
