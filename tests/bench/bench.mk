@@ -60,3 +60,14 @@ bench-net: $(NET_RING_BENCH) $(LKVM_BIN) guest-kit
 BENCH_TARGETS += bench-poll
 bench-poll: $(LKVM_BIN) guest-kit $(BLK_RING_BENCH) $(NET_RING_BENCH)
 	LKVM_BUILD=$(abspath $(BUILD)) /usr/bin/python3 tests/bench/poll_bench.py
+
+# virtio-net TCP throughput (iperf3 each way) of a Debian guest under lkvm
+# (--poll off, auto, on), kvmtool and QEMU, interleaved rounds in one nested
+# L1 (tests/bench/net_peers_bench.py; 8-13 min, both cores). Missing peers
+# are skipped, saying so; kvmtool: scripts/peers/build-kvmtool.sh.
+.PHONY: bench-net-peers
+BENCH_TARGETS += bench-net-peers
+bench-net-peers:
+	scripts/fetch-kernel.sh generic >/dev/null
+	$(MAKE) --no-print-directory lkvm.static guest/init/init
+	/usr/bin/python3 tests/bench/net_peers_bench.py
