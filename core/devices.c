@@ -121,6 +121,8 @@ void devices_stop(struct vm *vm)
 	for (i = 0; i < vm->devices->nr_net; i++)
 		virtio_net_destroy(vm->devices->net[i]);
 	vm->devices->nr_net = 0;
+	/* after the devices: their teardown still unwatches its fds there */
+	iothread_pool_destroy(&vm->devices->pool);
 }
 
 static const char *transport_option(enum virtio_transport t)

@@ -51,6 +51,8 @@ struct iothread {
 	int epfd;
 	struct io_source stop;
 	pthread_t thread;
+	pthread_t self;			/* set by the thread as it starts */
+	bool self_set;			/* atomic: self is valid */
 	bool running;
 	bool stopping;
 	struct io_poller *pollers;	/* active ones */
@@ -92,7 +94,6 @@ struct iothread *iothread_create(struct vm *vm, const char *name)
 		return NULL;
 	t->vm = vm;
 	snprintf(t->name, sizeof(t->name), "%s", name);
-	iothread_register(vm, t);
 	t->epfd = epoll_create1(EPOLL_CLOEXEC);
 	t->stop.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	t->stop.handler = iothread_stop_handler;
@@ -103,6 +104,7 @@ struct iothread *iothread_create(struct vm *vm, const char *name)
 		iothread_destroy(t);
 		return NULL;
 	}
+	iothread_register(vm, t);
 	return t;
 }
 
@@ -239,6 +241,8 @@ static void *iothread_loop(void *arg)
 	struct epoll_event ev[IOTHREAD_MAX_EVENTS];
 
 	pthread_setname_np(pthread_self(), t->name);
+	t->self = pthread_self();
+	__atomic_store_n(&t->self_set, true, __ATOMIC_RELEASE);
 	while (!t->stopping) {
 		uint64_t now;
 		bool spin = iothread_run_pollers(t, &now);
@@ -288,6 +292,7 @@ void iothread_stop(struct iothread *t)
 		pr_warn("%s: cannot stop: %s", t->name, strerror(errno));
 	pthread_join(t->thread, NULL);
 	t->running = false;
+	__atomic_store_n(&t->self_set, false, __ATOMIC_RELEASE);
 }
 
 void iothread_destroy(struct iothread *t)
@@ -304,7 +309,9 @@ void iothread_destroy(struct iothread *t)
 
 bool iothread_is_current(const struct iothread *t)
 {
-	return t && t->running && pthread_equal(pthread_self(), t->thread);
+	/* only the thread itself can find its own id here */
+	return t && __atomic_load_n(&t->self_set, __ATOMIC_ACQUIRE) &&
+	       pthread_equal(pthread_self(), t->self);
 }
 
 unsigned int iothread_id(const struct iothread *t)
@@ -364,6 +371,15 @@ void iothread_pool_stop(struct iothread_pool *pool)
 
 	for (i = 0; i < pool->nr; i++)
 		iothread_stop(pool->threads[i]);
+}
+
+void iothread_pool_destroy(struct iothread_pool *pool)
+{
+	unsigned int i;
+
+	for (i = 0; i < pool->nr; i++)
+		iothread_destroy(pool->threads[i]);
+	pool->nr = 0;
 }
 
 struct iothread *iothread_pool_next(struct iothread_pool *pool)

@@ -163,6 +163,7 @@ static void rx_batch_complete(struct net_queue_pair *p, struct virtio_queue *q,
 		virtq_push(&q->ring, b->heads[i], lens[i]);
 	rx_batch_reset(b);
 	q->requests++;
+	p->rx_turn_bytes += len;
 }
 
 /* A frame waits in `pending` for buffers: copy it in once there are. */
@@ -291,16 +292,34 @@ static enum rx_result net_rx_direct(struct net_queue_pair *p,
 	return net_rx_overflow(p, q, n);
 }
 
+/*
+ * Has this turn delivered (or dropped) its share? The rest waits for the
+ * thread's next turn: the backend stays watched, and its level-triggered
+ * readiness comes back at once, after the thread's other queues had
+ * theirs (a flood, even one the filter drops, starves no one).
+ */
+static bool net_rx_budget_spent(struct net_queue_pair *p)
+{
+	return ++p->rx_turn_frames >= VIRTIO_SERVE_BUDGET_CHAINS ||
+	       p->rx_turn_bytes >= VIRTIO_SERVE_BUDGET_BYTES;
+}
+
 /* Deliver frames while the driver has buffers; caller holds q->lock. */
 void net_rx(struct net_queue_pair *p, struct virtio_queue *q)
 {
+	p->rx_turn_frames = 0;
+	p->rx_turn_bytes = 0;
 	for (;;) {
-		uint16_t posted = virtq_avail_count(&q->ring);
+		/* the driver's index, not a count: popping lowers a count */
+		uint16_t posted = virtq_avail_idx(&q->ring);
 		enum rx_result r = p->pending_len ? net_rx_pending(p, q) :
 						    net_rx_direct(p, q);
 
-		if (r == RX_DELIVERED)
+		if (r == RX_DELIVERED) {
+			if (net_rx_budget_spent(p))
+				break;
 			continue;
+		}
 		if (r == RX_BACKEND_EMPTY)
 			break;
 		/*
@@ -310,7 +329,7 @@ void net_rx(struct net_queue_pair *p, struct virtio_queue *q)
 		 */
 		net_watch_backend(p, false);
 		virtq_notify_on_next(&q->ring);
-		if (q->ring.error || virtq_avail_count(&q->ring) <= posted)
+		if (q->ring.error || virtq_avail_idx(&q->ring) == posted)
 			break;
 		/*
 		 * Buffers came in meanwhile, and the driver that posted them
@@ -321,6 +340,12 @@ void net_rx(struct net_queue_pair *p, struct virtio_queue *q)
 		net_watch_backend(p, true);
 		virtq_enable_notify(&q->ring, false);
 	}
+	/*
+	 * Kicks off means the backend is watched: a backend that failed, or
+	 * could not be watched, waits for the driver's next kick instead.
+	 */
+	if (!p->backend_watched && !q->ring.error)
+		virtq_notify_on_next(&q->ring);
 	virtio_queue_publish(&p->net->vdev, q);
 }
 

@@ -147,8 +147,9 @@ static void poll_mode_enter(const struct virtio_poll_config *cfg,
 	vp->switches++;
 	vp->mode_since_ns = now;
 	vp->last_active_ns = now;
-	vp->window_ns = cfg->mode == VIRTIO_POLL_ON ? poll_max_ns(cfg)
-						     : POLL_GROW_START_NS;
+	vp->window_ns = cfg->mode == VIRTIO_POLL_ON ?
+			poll_max_ns(cfg) :
+			MIN(POLL_GROW_START_NS, poll_max_ns(cfg));
 }
 
 /* Back to notify mode, as of `when` (the queue went idle then). */
@@ -284,9 +285,27 @@ static enum io_poll_result virtio_queue_poll(struct io_poller *p)
 	} else if (!virtq_has_avail(&q->ring)) {
 		q->poll.misses++;
 	} else {
-		q->poll.hits++;
+		uint64_t before = q->requests;
+
+		/*
+		 * Only the serve loop keeps a queue polled: a handler that
+		 * does not reach it (a net queue whose role the driver
+		 * changed, TX waiting for room) ends the polling here, with
+		 * kicks back on, or the thread would spin on a ring nobody
+		 * consumes.
+		 */
+		q->poll.polled = false;
 		q->vdev->ops->queue_kick(q->vdev, q);
-		r = q->poll.polled ? IO_POLL_WORK : IO_POLL_GONE;
+		if (q->requests != before)
+			q->poll.hits++;
+		else
+			q->poll.misses++;
+		if (q->poll.polled) {
+			r = IO_POLL_WORK;
+		} else {
+			virtq_enable_notify(&q->ring, true);
+			r = IO_POLL_GONE;
+		}
 	}
 	pthread_mutex_unlock(&q->lock);
 	return r;

@@ -251,6 +251,13 @@ uint16_t virtq_avail_count(struct virtq *vq)
 	return load16_acquire(&vq->avail->idx) - vq->last_avail;
 }
 
+uint16_t virtq_avail_idx(struct virtq *vq)
+{
+	if (vq->error || !vq->avail)
+		return vq->last_avail;
+	return load16_acquire(&vq->avail->idx);
+}
+
 void virtq_unpop(struct virtq *vq, uint16_t n)
 {
 	/* Only chains popped since the last push or publish can go back. */

@@ -109,6 +109,8 @@ int iothread_pool_create(struct iothread_pool *pool, struct vm *vm,
 			 unsigned int nr);
 int iothread_pool_start(struct iothread_pool *pool);
 void iothread_pool_stop(struct iothread_pool *pool);
+/* Once the devices no longer use them: their descriptors closed. */
+void iothread_pool_destroy(struct iothread_pool *pool);
 /* The next thread in turn (main thread, while devices are made). */
 struct iothread *iothread_pool_next(struct iothread_pool *pool);
 

@@ -371,6 +371,32 @@ static void test_empty_ring_turns_kicks_back_on(void **state)
 	assert_int_equal(p->poll(p), IO_POLL_GONE);
 }
 
+static void ignore_kick(struct virtio_device *vdev, struct virtio_queue *q)
+{
+}
+
+static const struct virtio_device_ops ignoring_ops = {
+	.name = "test", .queue_kick = ignore_kick,
+};
+
+/*
+ * A handler that does not reach the serve loop (a net queue whose role
+ * the driver changed under it) ends the polling, kicks back on: the ring
+ * is not empty and nobody consumes it, so polling on would spin forever.
+ */
+static void test_handler_that_does_not_serve_ends_polling(void **state)
+{
+	struct ring_fixture *f = *state;
+	struct io_poller *p = &f->q->poll.poller;
+
+	f->vdev.ops = &ignoring_ops;
+	ring_post(f);
+	assert_int_equal(p->poll(p), IO_POLL_GONE);
+	assert_false(f->q->poll.polled);
+	assert_int_equal(ring_used_flags(f), 0);
+	assert_int_equal(f->q->poll.hits, 0);
+}
+
 static void test_stopped_queue_is_dropped(void **state)
 {
 	struct ring_fixture *f = *state;
@@ -673,6 +699,9 @@ int main(void)
 			ring_setup, ring_teardown),
 		cmocka_unit_test_setup_teardown(test_stopped_queue_is_dropped,
 						ring_setup, ring_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_handler_that_does_not_serve_ends_polling,
+			ring_setup, ring_teardown),
 		cmocka_unit_test(test_blk_through_mode_switches),
 		cmocka_unit_test(test_blk_polling_without_event_idx),
 		cmocka_unit_test(test_blk_budget_comes_back_for_the_rest),

@@ -134,6 +134,12 @@ void virtq_notify_on_next(struct virtq *vq);
 uint16_t virtq_avail_count(struct virtq *vq);
 
 /*
+ * The driver's avail->idx as it is now: a snapshot that any chain the
+ * driver adds later changes (unlike the count, which popping lowers).
+ */
+uint16_t virtq_avail_idx(struct virtq *vq);
+
+/*
  * Give a chain back with `written` bytes written into its in[] buffers.
  * Not visible to the driver until virtq_publish().
  */
