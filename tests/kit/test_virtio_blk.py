@@ -327,6 +327,19 @@ def test_blk_id_stable(tmp_path):
     assert ids[0] != ids[2], ids
 
 
+def test_blk_unused_disk_hint(tmp_path):
+    """A guest that never drives its disk (exit.elf has no virtio driver):
+    at exit lkvm names the kernel options the guest probably lacks."""
+    img = make_image(tmp_path / "disk.img")
+    r = lkvm_run("-k", kit("exit.elf"), "-d", img, "-p", "status=0")
+    assert r.rc == 0, r
+    hint = [l for l in r.err_lines()
+            if "never initialised the virtio-blk disk" in l]
+    assert len(hint) == 1, r
+    assert str(img) in hint[0] and "CONFIG_VIRTIO_BLK" in hint[0] and \
+        "CONFIG_VIRTIO_MMIO" in hint[0], r
+
+
 def test_blk_second_disk(tmp_path):
     """Two disks take slots 0 and 1 (GSIs 5 and 6); the guest writes to the
     second only, and the DSDT describes slot 1 with GSI 6."""

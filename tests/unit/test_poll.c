@@ -27,8 +27,7 @@
 #include "lkvm/virtio/blk.h"
 #include "lkvm/virtio/device.h"
 #include "lkvm/virtio/poll.h"
-#include "../bench/ring_driver.h"
-#include "fake_vm.h"
+#include "blk_rig.h"
 
 #define US		1000ULL
 #define MS		1000000ULL
@@ -421,11 +420,7 @@ static void test_stopped_queue_is_dropped(void **state)
 #define GUARD_MS	5000
 
 struct blk_fixture {
-	struct fake_vm fake;
-	struct ring_driver rd;
-	struct virtio_blk *blk;
-	struct virtio_queue *q;
-	char path[64];
+	struct blk_rig rig;
 	uint64_t seed;
 	uint32_t bs;			/* bytes a request reads */
 	uint32_t block[BLK_QD];		/* what slot i asked for */
@@ -443,68 +438,27 @@ static uint64_t rnd(struct blk_fixture *f)
 	return f->seed;
 }
 
-/* Block b holds b, as 32-bit words, all through. */
-static void make_image(struct blk_fixture *f)
-{
-	static uint32_t buf[BLK_BS / 4];
-	unsigned int b, i;
-	int fd;
-
-	snprintf(f->path, sizeof(f->path), "/tmp/lkvm-test-poll-XXXXXX");
-	fd = mkstemp(f->path);
-	assert_true(fd >= 0);
-	for (b = 0; b < BLK_BLOCKS; b++) {
-		for (i = 0; i < ARRAY_SIZE(buf); i++)
-			buf[i] = b;
-		assert_int_equal(write(fd, buf, sizeof(buf)), sizeof(buf));
-	}
-	close(fd);
-}
-
 static void blk_start(struct blk_fixture *f,
 		      const struct virtio_poll_config *poll, bool event_idx,
 		      uint32_t bs)
 {
-	struct disk_config dc = { .path = f->path, .poll = VIRTIO_POLL_UNSET };
-	struct virtio_blk_options opts = {
-		.nr_queues = 1, .use_ioeventfd = true, .poll = *poll,
-		.custom_transport = &ring_driver_transport,
-		.custom_transport_priv = &f->rd,
-	};
-	struct disk disk;
-
 	f->seed = 0x9e3779b97f4a7c15ULL;
 	f->bs = bs;
-	make_image(f);
-	assert_int_equal(fake_vm_init(&f->fake, 0, 1), 0);
-	assert_int_equal(ring_driver_init(&f->rd, &f->fake.vm, BLK_MEM,
-					  GUARD_MS), 0);
-	assert_int_equal(disk_open(&disk, &dc), 0);
-	opts.disk = &disk;
-	f->blk = virtio_blk_create(&f->fake.vm, &opts);
-	assert_non_null(f->blk);
-	f->rd.vdev = virtio_blk_device(f->blk);
-	ring_driver_use(&f->rd, 0);
-	assert_int_equal(ring_driver_start(&f->rd, event_idx ?
-					   1u << VIRTIO_RING_F_EVENT_IDX : 0,
-					   1), 0);
-	f->q = f->rd.q;
+	blk_rig_start(&f->rig, BLK_BLOCKS, BLK_MEM, poll,
+		      event_idx ? 1u << VIRTIO_RING_F_EVENT_IDX : 0, GUARD_MS);
 }
 
 static void blk_stop(struct blk_fixture *f)
 {
-	virtio_blk_destroy(f->blk);
-	f->requests = f->q->requests;
-	f->poll = f->q->poll;
-	assert_int_equal(f->fake.unexpected, 0);
-	fake_vm_destroy(&f->fake);
-	unlink(f->path);
+	f->requests = f->rig.q->requests;
+	f->poll = f->rig.q->poll;
+	blk_rig_stop(&f->rig);
 }
 
 /* Slot i reads a random run of bs bytes into its own buffer. */
 static void blk_post(struct blk_fixture *f, unsigned int i)
 {
-	struct ring_driver *rd = &f->rd;
+	struct ring_driver *rd = &f->rig.rd;
 	struct virtio_blk_outhdr *hdr = (void *)(rd->mem + HDR_OFF + i * 16);
 	uint16_t head = i * 3;
 
@@ -532,10 +486,10 @@ static void blk_post(struct blk_fixture *f, unsigned int i)
 /* Did slot i read what its blocks hold? */
 static bool blk_check(struct blk_fixture *f, unsigned int i)
 {
-	const uint32_t *w = (const void *)(f->rd.mem + DATA_OFF + (size_t)i * 65536);
+	const uint32_t *w = (const void *)(f->rig.rd.mem + DATA_OFF + (size_t)i * 65536);
 	unsigned int k;
 
-	if (f->rd.mem[STATUS_OFF + i] != VIRTIO_BLK_S_OK)
+	if (f->rig.rd.mem[STATUS_OFF + i] != VIRTIO_BLK_S_OK)
 		return false;
 	for (k = 0; k < f->bs / 4; k++)
 		if (w[k] != f->block[i] + k / (BLK_BS / 4))
@@ -546,7 +500,7 @@ static bool blk_check(struct blk_fixture *f, unsigned int i)
 /* Reap until `want` of our slots came back; counts each one once. */
 static void blk_reap(struct blk_fixture *f, bool *busy, unsigned int want)
 {
-	struct ring_driver *rd = &f->rd;
+	struct ring_driver *rd = &f->rig.rd;
 	unsigned int got = 0;
 	uint64_t deadline = now_ns() + GUARD_MS * MS;
 
@@ -598,11 +552,11 @@ static void blk_bursts(struct blk_fixture *f, unsigned int bursts,
 		unsigned int n = 1 + rnd(f) % BLK_QD;
 
 		for (i = 0; i < n; i++) {
-			uint16_t old = f->rd.avail_idx;
+			uint16_t old = f->rig.rd.avail_idx;
 
 			blk_post(f, i);
 			busy[i] = true;
-			ring_driver_publish(&f->rd, old);
+			ring_driver_publish(&f->rig.rd, old);
 			if (rnd(f) % 4 == 0)
 				sleep_us(rnd(f) % 80);
 		}
@@ -646,7 +600,7 @@ static void test_blk_polling_without_event_idx(void **state)
 	assert_int_equal(f->requests, f->done);
 	assert_true(f->poll.hits > 0);
 	/* kicks off while it polled: fewer kicks than requests */
-	assert_true(f->rd.kicks < f->done);
+	assert_true(f->rig.rd.kicks < f->done);
 	free(f);
 }
 
@@ -661,13 +615,13 @@ static void test_blk_budget_comes_back_for_the_rest(void **state)
 
 	blk_start(f, &poll, true, 65536);
 	for (round = 0; round < 50; round++) {
-		uint16_t old = f->rd.avail_idx;
+		uint16_t old = f->rig.rd.avail_idx;
 
 		for (i = 0; i < BLK_QD; i++) {
 			blk_post(f, i);
 			busy[i] = true;
 		}
-		ring_driver_publish(&f->rd, old);
+		ring_driver_publish(&f->rig.rd, old);
 		blk_reap(f, busy, BLK_QD);
 	}
 	blk_stop(f);
