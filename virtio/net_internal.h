@@ -21,6 +21,7 @@
 #define NET_MAX_FRAME		(65535 + NET_HDR_LEN)
 #define NET_MAC_TABLE_SIZE	64
 #define NET_MAX_RX_CHAINS	64	/* receive buffers for one frame */
+#define NET_MAX_RX_BAD		64	/* bad buffers passed over for one */
 #define NET_RX_IOV_MAX		1023	/* their segments, for one readv() */
 #define ETH_ADDR_LEN		6
 
@@ -39,13 +40,21 @@ struct net_rx_filter {
 	uint8_t multi[NET_MAC_TABLE_SIZE][ETH_ADDR_LEN];
 };
 
-/* Receive chains popped for the next frame, in ring order. */
+/*
+ * Receive chains popped for the next frame, in ring order: the usable
+ * ones (heads), and the bad ones among them (no frame fits: given back
+ * empty once the frame has passed them), each with how many usable
+ * ones came before it.
+ */
 struct net_rx_batch {
 	unsigned int nr;
 	unsigned int nr_iov;
+	unsigned int nr_bad;
 	size_t cap;			/* bytes they hold */
 	uint16_t heads[NET_MAX_RX_CHAINS];
 	uint32_t caps[NET_MAX_RX_CHAINS];
+	uint16_t bad_heads[NET_MAX_RX_BAD];
+	uint8_t bad_after[NET_MAX_RX_BAD];	/* usable chains before it */
 	struct iovec iov[NET_RX_IOV_MAX + 1];	/* + the bounce buffer */
 };
 

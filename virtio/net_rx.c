@@ -81,15 +81,36 @@ static void iov_copy(const struct iovec *iov, unsigned int n, size_t off,
 
 static void rx_batch_reset(struct net_rx_batch *b)
 {
-	b->nr = b->nr_iov = 0;
+	b->nr = b->nr_iov = b->nr_bad = 0;
 	b->cap = 0;
 }
 
-/* Give every popped chain back to the ring, unused. */
+/*
+ * The frame used the first `used` usable chains (pushed by the caller,
+ * one after another as the driver reads them): the bad chains popped
+ * before the first unused one go back empty, and everything from that
+ * one on goes back to the ring, to be popped again. Chains go back to
+ * the ring by count, so none of them may be one already used.
+ */
+static void rx_batch_finish(struct net_queue_pair *p, struct virtio_queue *q,
+			    unsigned int used)
+{
+	struct net_rx_batch *b = &p->batch;
+	unsigned int i, bad_used = 0;
+
+	for (i = 0; i < b->nr_bad && b->bad_after[i] <= used; i++) {
+		virtq_push(&q->ring, b->bad_heads[i], 0);
+		p->rx_bad_buffers++;
+		bad_used++;
+	}
+	virtq_unpop(&q->ring, b->nr - used + b->nr_bad - bad_used);
+	rx_batch_reset(b);
+}
+
+/* Give every popped chain back to the ring, unused (but the bad ones). */
 static void rx_batch_release(struct net_queue_pair *p, struct virtio_queue *q)
 {
-	virtq_unpop(&q->ring, p->batch.nr);
-	rx_batch_reset(&p->batch);
+	rx_batch_finish(p, q, 0);
 }
 
 /* Pop receive chains until they hold `want` bytes. */
@@ -116,11 +137,16 @@ static enum rx_fill rx_batch_fill(struct net_queue_pair *p,
 		/*
 		 * Nothing writable, something readable, or more segments than
 		 * readv() takes: no frame can ever go there. Fail that buffer
-		 * (give it back empty) rather than stall the ring behind it.
+		 * (give it back empty, rx_batch_finish()) rather than stall
+		 * the ring behind it.
 		 */
 		if (!c.in_len || c.nr_out || c.nr_in > NET_RX_IOV_MAX) {
-			virtq_push(&q->ring, c.head, 0);
-			p->rx_bad_buffers++;
+			if (b->nr_bad == NET_MAX_RX_BAD) {
+				virtq_unpop(&q->ring, 1);
+				return FILL_LIMIT;
+			}
+			b->bad_heads[b->nr_bad] = c.head;
+			b->bad_after[b->nr_bad++] = b->nr;
 			continue;
 		}
 		if (c.nr_in > NET_RX_IOV_MAX - b->nr_iov) {
@@ -149,11 +175,11 @@ static void rx_batch_complete(struct net_queue_pair *p, struct virtio_queue *q,
 	uint32_t lens[NET_MAX_RX_CHAINS];
 	unsigned int used = 0, i;
 
+	p->rx_turn_bytes += len;
 	while (used < b->nr && (len || !used)) {
 		lens[used] = MIN((size_t)b->caps[used], len);
 		len -= lens[used++];
 	}
-	virtq_unpop(&q->ring, b->nr - used);
 	if (p->net->hdr_len == NET_HDR_LEN) {
 		uint16_t nbufs = htole16(used);
 
@@ -161,9 +187,8 @@ static void rx_batch_complete(struct net_queue_pair *p, struct virtio_queue *q,
 	}
 	for (i = 0; i < used; i++)
 		virtq_push(&q->ring, b->heads[i], lens[i]);
-	rx_batch_reset(b);
+	rx_batch_finish(p, q, used);
 	q->requests++;
-	p->rx_turn_bytes += len;
 }
 
 /* A frame waits in `pending` for buffers: copy it in once there are. */

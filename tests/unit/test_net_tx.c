@@ -25,8 +25,7 @@
 #include "lkvm/virtio/net.h"
 #include "lkvm/vm.h"
 #include "../../virtio/net_internal.h"
-#include "../bench/ring_driver.h"
-#include "fake_vm.h"
+#include "net_rig.h"
 
 #define TXQ		1
 #define NR_FRAMES	200		/* many times what the socket holds */
@@ -37,77 +36,18 @@
 #define SETTLE_MS	100		/* the device idle this long: it waits */
 #define GUARD_MS	5000
 
-static const uint8_t guest_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
-
 struct fixture {
-	struct fake_vm fake;
-	struct ring_driver rd;
-	struct virtio_net *net;
-	int peer;			/* the backend's other end */
-	unsigned int closed;
-};
-
-static int fake_header_len(struct net_backend *be, int len)
-{
-	return 0;
-}
-
-static int fake_offloads(struct net_backend *be, unsigned int flags)
-{
-	return 0;
-}
-
-static int fake_enable_queue(struct net_backend *be, unsigned int idx,
-			     bool enable)
-{
-	return 0;
-}
-
-static void fake_close(struct net_backend *be)
-{
-	close(be->fds[0]);
-	(*(unsigned int *)be->priv)++;
-}
-
-static const struct net_backend_ops fake_backend_ops = {
-	.set_header_len = fake_header_len,
-	.set_offloads = fake_offloads,
-	.enable_queue = fake_enable_queue,
-	.close = fake_close,
+	struct net_rig rig;
 };
 
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	struct net_backend be = { .ops = &fake_backend_ops, .nr_queues = 1 };
-	struct virtio_net_options opts = {
-		.net = { .mode = NET_MODE_USER, .queues = 1 },
-		.use_ioeventfd = true,
-		.custom_transport = &ring_driver_transport,
-		.backend = &be,
-	};
-	int sndbuf = 64 * 1024, sv[2];
 
 	assert_non_null(f);
-	assert_int_equal(fake_vm_init(&f->fake, 0, 1), 0);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK |
-				    SOCK_CLOEXEC, 0, sv), 0);
-	assert_int_equal(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf,
-				    sizeof(sndbuf)), 0);
-	be.fds[0] = sv[0];
-	be.priv = &f->closed;
-	snprintf(be.name, sizeof(be.name), "pair");
-	f->peer = sv[1];
-	memcpy(opts.net.mac, guest_mac, 6);
-	opts.custom_transport_priv = &f->rd;
-	assert_int_equal(ring_driver_init(&f->rd, &f->fake.vm, MEM_SIZE, GUARD_MS),
-			 0);
-	f->net = virtio_net_create(&f->fake.vm, &opts);
-	assert_non_null(f->net);
-	f->rd.vdev = virtio_net_device(f->net);
-	assert_int_equal(ring_driver_start(&f->rd,
-					   1u << VIRTIO_RING_F_EVENT_IDX, 2), 0);
-	ring_driver_use(&f->rd, TXQ);
+	net_rig_start(&f->rig, MEM_SIZE, 64 * 1024,
+		      1u << VIRTIO_RING_F_EVENT_IDX, GUARD_MS);
+	ring_driver_use(&f->rig.rd, TXQ);
 	*state = f;
 	return 0;
 }
@@ -118,11 +58,7 @@ static int teardown(void **state)
 
 	if (!f)
 		return 0;
-	virtio_net_destroy(f->net);
-	assert_int_equal(f->closed, 1);
-	close(f->peer);
-	assert_int_equal(f->fake.unexpected, 0);
-	fake_vm_destroy(&f->fake);
+	net_rig_stop(&f->rig);
 	free(f);
 	return 0;
 }
@@ -130,7 +66,7 @@ static int teardown(void **state)
 /* Frame i: a header, then bytes that say i, at its own slot. */
 static void post_frames(struct fixture *f, unsigned int n)
 {
-	struct ring_driver *rd = &f->rd;
+	struct ring_driver *rd = &f->rig.rd;
 	uint16_t old = rd->avail_idx;
 	unsigned int i;
 
@@ -150,7 +86,7 @@ static void post_frames(struct fixture *f, unsigned int n)
 
 static uint16_t used_idx(struct fixture *f)
 {
-	return __atomic_load_n(&f->rd.used->idx, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&f->rig.rd.used->idx, __ATOMIC_ACQUIRE);
 }
 
 /* used->idx once it has not moved for SETTLE_MS (or at the guard). */
@@ -173,7 +109,7 @@ static uint16_t settled_used(struct fixture *f)
 
 static bool tx_waiting(struct fixture *f)
 {
-	return __atomic_load_n(&f->net->pairs[0]->tx_waiting, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&f->rig.net->pairs[0]->tx_waiting, __ATOMIC_ACQUIRE);
 }
 
 /* Until the device says it waits for the backend (or the guard). */
@@ -187,19 +123,19 @@ static void wait_until_waiting(struct fixture *f)
 
 static uint64_t tx_dropped(struct fixture *f)
 {
-	return f->net->pairs[0]->tx_dropped;
+	return f->rig.net->pairs[0]->tx_dropped;
 }
 
 /* Read frame `want` from the peer, waiting up to GUARD_MS for it. */
 static void expect_frame(struct fixture *f, unsigned int want)
 {
 	uint8_t buf[NET_HDR_LEN + FRAME_LEN + 16];
-	struct pollfd pfd = { .fd = f->peer, .events = POLLIN };
+	struct pollfd pfd = { .fd = f->rig.peer, .events = POLLIN };
 	unsigned int seq;
 	ssize_t n;
 
 	assert_int_equal(poll(&pfd, 1, GUARD_MS), 1);
-	n = read(f->peer, buf, sizeof(buf));
+	n = read(f->rig.peer, buf, sizeof(buf));
 	assert_int_equal(n, NET_HDR_LEN + FRAME_LEN);
 	memcpy(&seq, buf + NET_HDR_LEN, sizeof(seq));
 	assert_int_equal(seq, want);
@@ -225,13 +161,13 @@ static void test_full_backend_holds_frames(void **state)
 	assert_int_equal(settled_used(f), NR_FRAMES);
 	assert_false(tx_waiting(f));
 	assert_int_equal(tx_dropped(f), 0);
-	assert_int_equal(f->rd.q->requests, NR_FRAMES);
+	assert_int_equal(f->rig.rd.q->requests, NR_FRAMES);
 }
 
 static void test_reset_while_waiting(void **state)
 {
 	struct fixture *f = *state;
-	struct virtio_device *vdev = f->rd.vdev;
+	struct virtio_device *vdev = f->rig.rd.vdev;
 
 	uint8_t scratch[NET_HDR_LEN + FRAME_LEN];
 	unsigned int i;
@@ -241,17 +177,17 @@ static void test_reset_while_waiting(void **state)
 	assert_true(tx_waiting(f));
 	virtio_set_status(vdev, 0);
 	assert_false(tx_waiting(f));
-	while (read(f->peer, scratch, sizeof(scratch)) > 0)
+	while (read(f->rig.peer, scratch, sizeof(scratch)) > 0)
 		;
 	/*
 	 * The driver starts over and fills the backend again: the device
 	 * waits again (the wait of before was let go), and delivers all.
 	 */
-	memset(f->rd.mem, 0, DATA_OFF);
-	f->rd.avail_idx = f->rd.last_used = 0;
-	assert_int_equal(ring_driver_start(&f->rd,
+	memset(f->rig.rd.mem, 0, DATA_OFF);
+	f->rig.rd.avail_idx = f->rig.rd.last_used = 0;
+	assert_int_equal(ring_driver_start(&f->rig.rd,
 					   1u << VIRTIO_RING_F_EVENT_IDX, 2), 0);
-	ring_driver_use(&f->rd, TXQ);
+	ring_driver_use(&f->rig.rd, TXQ);
 	post_frames(f, NR_FRAMES);
 	wait_until_waiting(f);
 	assert_true(tx_waiting(f));
