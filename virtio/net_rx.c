@@ -248,7 +248,11 @@ static enum rx_result net_rx_overflow(struct net_queue_pair *p,
 	return RX_NO_BUFFERS;
 }
 
-/* readv() one frame into the batch; -1 when the backend has none. */
+/*
+ * readv() one frame into the batch; -1 when the backend has none, or has
+ * ended (0: its other end closed, which no frame of a tap or a datagram
+ * socket reads as; watching it would find it readable for ever).
+ */
 static ssize_t net_rx_readv(struct net_queue_pair *p)
 {
 	struct net_rx_batch *b = &p->batch;
@@ -259,8 +263,10 @@ static ssize_t net_rx_readv(struct net_queue_pair *p)
 		n = readv(p->fd, b->iov, b->nr_iov + 1);
 	} while (n < 0 && errno == EINTR);
 	/* EBADFD: a detached tap queue; anything but EAGAIN: stop watching. */
-	if (n < 0 && errno != EAGAIN)
+	if ((n < 0 && errno != EAGAIN) || n == 0) {
 		net_watch_backend(p, false);
+		return -1;
+	}
 	return n;
 }
 

@@ -78,7 +78,8 @@ void net_rig_stop(struct net_rig *r)
 {
 	virtio_net_destroy(r->net);
 	assert_int_equal(r->closed, 1);
-	close(r->peer);
+	if (r->peer >= 0)
+		close(r->peer);
 	assert_int_equal(r->fake.unexpected, 0);
 	fake_vm_destroy(&r->fake);
 }

@@ -3,9 +3,10 @@
  * virtio-net's receive path when the driver mixes buffers no frame fits
  * (here: readable instead of writable) in with good ones: each bad buffer
  * goes back empty exactly once, no buffer is used twice, and frames still
- * land whole, merged over the good buffers around the bad one. The device
- * runs on its own I/O thread (net_rig.c); frames come from the socket
- * pair's other end, as from a tap.
+ * land whole, merged over the good buffers around the bad one; and a
+ * backend whose other end closed is left alone, not read for ever. The
+ * device runs on its own I/O thread (net_rig.c); frames come from the
+ * socket pair's other end, as from a tap.
  */
 #include <linux/virtio_net.h>
 #include <poll.h>
@@ -171,6 +172,24 @@ static void test_bad_buffers_around_a_frame(void **state)
 	assert_int_equal(r->net->pairs[0]->rx_bad_buffers, 3);
 }
 
+/* The backend's other end goes: no frame, and no thread spinning on EOF. */
+static void test_backend_eof(void **state)
+{
+	struct net_rig *r = *state;
+	uint16_t old = r->rd.avail_idx;
+
+	post(r, 0, 2048, false);
+	ring_driver_publish(&r->rd, old);
+	usleep(50000);
+	close(r->peer);
+	r->peer = -1;
+	usleep(SETTLE_MS * 1000);
+	assert_int_equal(used_idx(r), 0);
+	assert_int_equal(r->net->pairs[0]->rx_dropped, 0);
+	assert_false(__atomic_load_n(&r->net->pairs[0]->backend_watched,
+				     __ATOMIC_ACQUIRE));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -178,6 +197,8 @@ int main(void)
 			test_bad_buffer_between_good_ones, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_bad_buffers_around_a_frame, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_backend_eof, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
