@@ -275,6 +275,7 @@ static bool virtio_features_acceptable(const struct virtio_device *vdev)
 
 void virtio_set_status(struct virtio_device *vdev, uint8_t status)
 {
+	bool refused = false;
 	uint8_t old;
 
 	pthread_mutex_lock(&vdev->lock);
@@ -288,11 +289,22 @@ void virtio_set_status(struct virtio_device *vdev, uint8_t status)
 	    !(old & VIRTIO_CONFIG_S_FEATURES_OK) &&
 	    !virtio_features_acceptable(vdev))
 		status &= ~VIRTIO_CONFIG_S_FEATURES_OK;
+	/*
+	 * Bits go only by a reset (virtio 2.1.2): a driver that clears
+	 * FEATURES_OK under live queues gets it kept. NEEDS_RESET is the
+	 * device's to set, and it sticks until reset.
+	 */
+	status = (status & ~VIRTIO_CONFIG_S_NEEDS_RESET) | old;
+	/* A modern driver must have had its features accepted first. */
+	if ((status & VIRTIO_CONFIG_S_DRIVER_OK) &&
+	    !(old & VIRTIO_CONFIG_S_DRIVER_OK) &&
+	    virtio_has_feature(vdev, VIRTIO_F_VERSION_1) &&
+	    !(status & VIRTIO_CONFIG_S_FEATURES_OK)) {
+		status &= ~VIRTIO_CONFIG_S_DRIVER_OK;
+		refused = true;
+	}
 	if (status & VIRTIO_CONFIG_S_DRIVER)
 		vdev->driver_seen = true;
-	/* NEEDS_RESET is the device's to set, and it sticks until reset. */
-	status = (status & ~VIRTIO_CONFIG_S_NEEDS_RESET) |
-		 (old & VIRTIO_CONFIG_S_NEEDS_RESET);
 	__atomic_store_n(&vdev->status, status, __ATOMIC_SEQ_CST);
 	if ((status & VIRTIO_CONFIG_S_DRIVER_OK) &&
 	    !(old & VIRTIO_CONFIG_S_DRIVER_OK)) {
@@ -301,6 +313,8 @@ void virtio_set_status(struct virtio_device *vdev, uint8_t status)
 		virtio_start_queues(vdev);
 	}
 	pthread_mutex_unlock(&vdev->lock);
+	if (refused)
+		virtio_device_broken(vdev, NULL, "DRIVER_OK without FEATURES_OK");
 }
 
 uint32_t virtio_get_host_features(struct virtio_device *vdev, unsigned int word)
@@ -316,8 +330,13 @@ void virtio_set_guest_features(struct virtio_device *vdev, unsigned int word,
 	if (word >= 2)
 		return;
 	pthread_mutex_lock(&vdev->lock);
-	/* Features are frozen once FEATURES_OK is set. */
-	if (!(virtio_get_status(vdev) & VIRTIO_CONFIG_S_FEATURES_OK)) {
+	/*
+	 * Features are frozen once FEATURES_OK is set, and for a legacy
+	 * driver (which has no FEATURES_OK) once DRIVER_OK is: a device's
+	 * queues may not change roles under it.
+	 */
+	if (!(virtio_get_status(vdev) & (VIRTIO_CONFIG_S_FEATURES_OK |
+					 VIRTIO_CONFIG_S_DRIVER_OK))) {
 		mask = 0xffffffffULL << (32 * word);
 		v = (uint64_t)value << (32 * word);
 		vdev->guest_features = (vdev->guest_features & ~mask) | v;

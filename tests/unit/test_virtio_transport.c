@@ -182,6 +182,39 @@ static void test_mmio_features(void **state)
 	assert_int_equal(f->vdev.guest_features, 0);
 }
 
+/*
+ * Status bits only come (until a reset): DRIVER_OK needs FEATURES_OK from
+ * a modern driver, FEATURES_OK cannot be taken back, and the features are
+ * frozen once the driver is running.
+ */
+static void test_mmio_status_rules(void **state)
+{
+	struct fixture *f = *state;
+	const uint32_t ack = VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER;
+
+	log_threshold = LOG_SILENT;
+	mmio_wr(f, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
+	mmio_wr(f, VIRTIO_MMIO_DRIVER_FEATURES, 1);	/* VERSION_1 */
+	mmio_wr(f, VIRTIO_MMIO_STATUS, ack | VIRTIO_CONFIG_S_DRIVER_OK);
+	assert_false(mmio_rd(f, VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_DRIVER_OK);
+	assert_true(mmio_rd(f, VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_NEEDS_RESET);
+	mmio_wr(f, VIRTIO_MMIO_STATUS, 0);
+	mmio_wr(f, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
+	mmio_wr(f, VIRTIO_MMIO_DRIVER_FEATURES, 1);
+	mmio_wr(f, VIRTIO_MMIO_STATUS, ack | VIRTIO_CONFIG_S_FEATURES_OK);
+	mmio_wr(f, VIRTIO_MMIO_STATUS, ack | VIRTIO_CONFIG_S_FEATURES_OK |
+		VIRTIO_CONFIG_S_DRIVER_OK);
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_STATUS), 0xf);
+	/* taking FEATURES_OK back does not */
+	mmio_wr(f, VIRTIO_MMIO_STATUS, ack | VIRTIO_CONFIG_S_DRIVER_OK);
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_STATUS), 0xf);
+	/* nor do features written now */
+	mmio_wr(f, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 0);
+	mmio_wr(f, VIRTIO_MMIO_DRIVER_FEATURES, 1u << VIRTIO_RING_F_EVENT_IDX);
+	assert_int_equal(f->vdev.guest_features, 1ULL << 32);
+	log_threshold = LOG_WARN;
+}
+
 static void test_mmio_queue_registers(void **state)
 {
 	struct fixture *f = *state;
@@ -443,6 +476,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_mmio_identity, setup_mmio, teardown),
 		cmocka_unit_test_setup_teardown(test_mmio_features, setup_mmio, teardown),
+		cmocka_unit_test_setup_teardown(test_mmio_status_rules, setup_mmio, teardown),
 		cmocka_unit_test_setup_teardown(test_mmio_queue_registers, setup_mmio, teardown),
 		cmocka_unit_test_setup_teardown(test_mmio_live_queue_and_notify, setup_mmio, teardown),
 		cmocka_unit_test_setup_teardown(test_mmio_config_space, setup_mmio, teardown),
