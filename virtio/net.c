@@ -167,12 +167,17 @@ static void net_queue_kick(struct virtio_device *vdev, struct virtio_queue *q)
 int net_set_active_pairs(struct virtio_net *net, unsigned int n)
 {
 	struct net_backend *be = &net->backend;
-	unsigned int i;
-	int err = 0;
+	unsigned int i, j, old = __atomic_load_n(&net->active_pairs,
+						 __ATOMIC_RELAXED);
 
-	for (i = 1; i < net->nr_pairs; i++)
-		if (be->ops->enable_queue(be, i, i < n))
-			err = -1;
+	for (i = 1; i < net->nr_pairs; i++) {
+		if (!be->ops->enable_queue(be, i, i < n))
+			continue;
+		/* the command fails: the pairs as they were, as far as can be */
+		for (j = 1; j < i; j++)
+			be->ops->enable_queue(be, j, j < old);
+		return -1;
+	}
 	__atomic_store_n(&net->active_pairs, n, __ATOMIC_RELAXED);
 	/*
 	 * A pair that comes back may have stopped watching its detached
@@ -186,7 +191,7 @@ int net_set_active_pairs(struct virtio_net *net, unsigned int n)
 			net_rx_resume(net->pairs[i], q);
 		pthread_mutex_unlock(&q->lock);
 	}
-	return err;
+	return 0;
 }
 
 /*

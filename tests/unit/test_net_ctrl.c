@@ -46,10 +46,11 @@ static struct {
 	struct vring_used *used;
 	uint16_t avail_idx, used_seen;
 	struct virtio_net *net;
-	struct net_queue_pair pairs[2];
+	struct net_queue_pair pairs[3];
 	/* what the fake transport and backend saw */
 	unsigned int config_signals;
 	int enabled[NET_MAX_QUEUE_PAIRS];
+	int refuse;			/* enable_queue fails for this pair */
 	int offloads;
 	unsigned int ctrl;		/* the control queue's index */
 } t;
@@ -81,6 +82,8 @@ static const struct virtio_device_ops fake_ops = { .name = "net" };
 static int fake_enable_queue(struct net_backend *be, unsigned int idx,
 			     bool enable)
 {
+	if ((int)idx == t.refuse)
+		return -1;
 	t.enabled[idx] = enable;
 	return 0;
 }
@@ -113,6 +116,7 @@ static void device(uint64_t features, unsigned int pairs)
 	memset(net, 0, sizeof(*net));
 	memset(t.ram, 0, 0x3000);
 	memset(t.enabled, 0xff, sizeof(t.enabled));
+	t.refuse = -1;
 	t.offloads = -1;
 	t.config_signals = 0;
 	t.avail_idx = t.used_seen = 0;
@@ -568,6 +572,22 @@ static void test_mq(void **state)
 	assert_int_equal(t.enabled[1], -1);
 }
 
+/* A backend that cannot switch a queue: the command fails, nothing moved. */
+static void test_mq_backend_refuses(void **state)
+{
+	device(all_ctrl | (1ULL << VIRTIO_NET_F_MQ), 3);
+	assert_int_equal(pairs_set(1), VIRTIO_NET_OK);
+	t.refuse = 2;
+	assert_int_equal(pairs_set(3), VIRTIO_NET_ERR);
+	assert_int_equal(t.net->active_pairs, 1);
+	assert_int_equal(t.enabled[1], 0);		/* put back */
+	t.refuse = -1;
+	assert_int_equal(pairs_set(3), VIRTIO_NET_OK);
+	assert_int_equal(t.net->active_pairs, 3);
+	assert_int_equal(t.enabled[1], 1);
+	assert_int_equal(t.enabled[2], 1);
+}
+
 static void test_guest_offloads(void **state)
 {
 	uint64_t csum = htole64(1ULL << VIRTIO_NET_F_GUEST_CSUM);
@@ -624,6 +644,7 @@ int main(void)
 		cmocka_unit_test_setup(test_odd_chains, setup),
 		cmocka_unit_test_setup(test_feature_gates, setup),
 		cmocka_unit_test_setup(test_mq, setup),
+		cmocka_unit_test_setup(test_mq_backend_refuses, setup),
 		cmocka_unit_test_setup(test_guest_offloads, setup),
 		cmocka_unit_test_setup(test_broken_ring, setup),
 	};
