@@ -63,11 +63,29 @@ static unsigned int rtc_decode(const struct rtc *r, uint8_t v)
 	return (r->cmos[RTC_REG_B] & RTC_B_BINARY) ? v : from_bcd(v);
 }
 
+/* A value as the guest wrote it, if it is one: -1 for BCD junk or > max. */
+static int rtc_decode_checked(const struct rtc *r, uint8_t v, unsigned int min,
+			      unsigned int max)
+{
+	unsigned int d;
+
+	if (!(r->cmos[RTC_REG_B] & RTC_B_BINARY) &&
+	    ((v & 0x0f) > 9 || (v >> 4) > 9))
+		return -1;
+	d = rtc_decode(r, v);
+	return d >= min && d <= max ? (int)d : -1;
+}
+
 static void rtc_guest_tm(const struct rtc *r, struct tm *tm)
 {
 	time_t now = time(NULL) + r->offset;
 
-	gmtime_r(&now, tm);
+	/* the offset only ever holds a year the writes allow; still, never
+	 * use a tm gmtime_r() did not fill */
+	if (!gmtime_r(&now, tm)) {
+		now = time(NULL);
+		gmtime_r(&now, tm);
+	}
 }
 
 static uint8_t rtc_hours(const struct rtc *r, const struct tm *tm)
@@ -101,39 +119,84 @@ static uint8_t rtc_read_clock(const struct rtc *r, uint8_t index)
 	}
 }
 
-static void rtc_write_hours(const struct rtc *r, struct tm *tm, uint8_t val)
+static int rtc_write_hours(const struct rtc *r, struct tm *tm, uint8_t val)
 {
+	int h;
+
 	if (r->cmos[RTC_REG_B] & RTC_B_24H) {
-		tm->tm_hour = rtc_decode(r, val);
-		return;
+		h = rtc_decode_checked(r, val, 0, 23);
+	} else {
+		h = rtc_decode_checked(r, val & ~RTC_HOUR_PM, 1, 12);
+		if (h >= 0)
+			h = h % 12 + (val & RTC_HOUR_PM ? 12 : 0);
 	}
-	tm->tm_hour = rtc_decode(r, val & ~RTC_HOUR_PM) % 12;
-	if (val & RTC_HOUR_PM)
-		tm->tm_hour += 12;
+	if (h < 0)
+		return -1;
+	tm->tm_hour = h;
+	return 0;
 }
 
-/* A write to a time register moves the guest's clock, not the host's. */
+/*
+ * The new year from a year (yy) or century write: within 1900-2999, where
+ * every date has a time_t and gmtime_r() gives it back.
+ */
+static int rtc_write_year(const struct rtc *r, struct tm *tm, uint8_t index,
+			  uint8_t val)
+{
+	int year = tm->tm_year + 1900, v;
+
+	if (index == RTC_YEAR) {
+		v = rtc_decode_checked(r, val, 0, 99);
+		year = year / 100 * 100 + v;
+	} else {
+		v = rtc_decode_checked(r, val, 19, 29);
+		year = v * 100 + year % 100;
+	}
+	if (v < 0)
+		return -1;
+	tm->tm_year = year - 1900;
+	return 0;
+}
+
+/*
+ * A write to a time register moves the guest's clock, not the host's.
+ * A value no such register can hold (BCD junk, minute 75) changes
+ * nothing: taken as it came, it would roll over into the next field and
+ * could push the year on for good.
+ */
 static void rtc_write_clock(struct rtc *r, uint8_t index, uint8_t val)
 {
 	struct tm tm;
 	time_t t;
+	int v = 0;
 
 	rtc_guest_tm(r, &tm);
 	switch (index) {
-	case RTC_SECONDS:	tm.tm_sec = rtc_decode(r, val); break;
-	case RTC_MINUTES:	tm.tm_min = rtc_decode(r, val); break;
-	case RTC_HOURS:		rtc_write_hours(r, &tm, val); break;
-	case RTC_DAY_OF_MONTH:	tm.tm_mday = rtc_decode(r, val); break;
-	case RTC_MONTH:		tm.tm_mon = rtc_decode(r, val) - 1; break;
-	case RTC_YEAR:
-		tm.tm_year = (tm.tm_year / 100) * 100 + rtc_decode(r, val);
+	case RTC_SECONDS:
+		v = tm.tm_sec = rtc_decode_checked(r, val, 0, 59);
 		break;
+	case RTC_MINUTES:
+		v = tm.tm_min = rtc_decode_checked(r, val, 0, 59);
+		break;
+	case RTC_HOURS:
+		v = rtc_write_hours(r, &tm, val);
+		break;
+	case RTC_DAY_OF_MONTH:
+		v = tm.tm_mday = rtc_decode_checked(r, val, 1, 31);
+		break;
+	case RTC_MONTH:
+		v = rtc_decode_checked(r, val, 1, 12);
+		tm.tm_mon = v - 1;
+		break;
+	case RTC_YEAR:
 	case RTC_CENTURY:
-		tm.tm_year = rtc_decode(r, val) * 100 + tm.tm_year % 100 - 1900;
+		v = rtc_write_year(r, &tm, index, val);
 		break;
 	default:
 		return;	/* day of week follows from the date */
 	}
+	if (v < 0)
+		return;
 	t = timegm(&tm);
 	if (t != (time_t)-1)
 		r->offset = t - time(NULL);
