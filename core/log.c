@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "lkvm/util.h"
 
@@ -37,4 +38,34 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	 * the next line at column 0 either way.
 	 */
 	fprintf(stderr, "lkvm: %s%s\r\n", level_prefix[level], line);
+}
+
+static uint64_t log_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+}
+
+bool log_ratelimit_allow(struct log_ratelimit *rl)
+{
+	uint64_t now = log_now_ms();
+	uint64_t start = __atomic_load_n(&rl->window_start_ms, __ATOMIC_RELAXED);
+	unsigned int held;
+
+	/* a new window: one thread wins the swap, and tells what was held */
+	if (now - start >= LOG_WINDOW_MS &&
+	    __atomic_compare_exchange_n(&rl->window_start_ms, &start, now,
+					false, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED)) {
+		__atomic_store_n(&rl->printed, 0, __ATOMIC_RELAXED);
+		held = __atomic_exchange_n(&rl->held, 0, __ATOMIC_RELAXED);
+		if (held)
+			pr_warn("(%u more like the next line held back)", held);
+	}
+	if (__atomic_add_fetch(&rl->printed, 1, __ATOMIC_RELAXED) <= LOG_BURST)
+		return true;
+	__atomic_add_fetch(&rl->held, 1, __ATOMIC_RELAXED);
+	return false;
 }

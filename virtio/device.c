@@ -152,8 +152,9 @@ static int virtio_queue_start(struct virtio_device *vdev,
 		       q->avail_gpa, q->used_gpa,
 		       virtio_has_feature(vdev, VIRTIO_RING_F_EVENT_IDX),
 		       virtio_has_feature(vdev, VIRTIO_RING_F_INDIRECT_DESC))) {
-		pr_warn("virtio-%s: queue %u: %s", vdev->ops->name, q->index,
-			virtq_error_name(q->ring.error));
+		pr_warn_ratelimited("virtio-%s: queue %u: %s",
+				    vdev->ops->name, q->index,
+				    virtq_error_name(q->ring.error));
 		return -1;
 	}
 	if (vdev->use_ioeventfd &&

@@ -217,8 +217,8 @@ int net_set_guest_offloads(struct virtio_net *net, uint64_t features)
 	}
 	ret = be->ops->set_offloads(be, flags);
 	if (ret)
-		pr_warn("network '%s': cannot set offloads %#x", be->name,
-			flags);
+		pr_warn_ratelimited("network '%s': cannot set offloads %#x",
+				    be->name, flags);
 	return ret;
 }
 
@@ -258,8 +258,8 @@ static void net_driver_ok(struct virtio_device *vdev)
 		       virtio_has_feature(vdev, VIRTIO_NET_F_MRG_RXBUF) ?
 		       NET_HDR_LEN : NET_HDR_LEN_LEGACY;
 	if (be->ops->set_header_len(be, net->hdr_len))
-		pr_warn("network '%s': cannot set a %u-byte header", be->name,
-			net->hdr_len);
+		pr_warn_ratelimited("network '%s': cannot set a %u-byte header",
+				    be->name, net->hdr_len);
 	/* A legacy driver may have written its own. */
 	virtio_config_read(vdev, offsetof(struct virtio_net_config, mac), mac,
 			   ETH_ADDR_LEN);

@@ -46,6 +46,29 @@ void log_msg(enum log_level level, const char *fmt, ...)
 			pr_warn(__VA_ARGS__);				\
 	} while (0)
 
+/*
+ * For messages a guest can trigger over and over: at most LOG_BURST per
+ * LOG_WINDOW_MS from one call site, then one line saying how many were
+ * held back once the window ends. Shared by every thread (atomics).
+ */
+#define LOG_BURST	5
+#define LOG_WINDOW_MS	5000
+struct log_ratelimit {
+	uint64_t window_start_ms;
+	unsigned int printed;
+	unsigned int held;
+};
+
+/* May this call site print now? (Counts what it holds back.) */
+bool log_ratelimit_allow(struct log_ratelimit *rl);
+
+#define pr_warn_ratelimited(...)					\
+	do {								\
+		static struct log_ratelimit rl_;			\
+		if (log_ratelimit_allow(&rl_))				\
+			pr_warn(__VA_ARGS__);				\
+	} while (0)
+
 /* true when a + b does not fit; *sum is only meaningful on false */
 static inline bool u64_add_overflows(uint64_t a, uint64_t b, uint64_t *sum)
 {

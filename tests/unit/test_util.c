@@ -48,9 +48,29 @@ static void test_now_is_monotonic(void **state)
 	assert_true(a > 0 && b >= a);
 }
 
+/* A guest that makes lkvm warn in a loop gets a few lines, then a count. */
+static void test_ratelimit(void **state)
+{
+	struct log_ratelimit rl = { 0 };
+	unsigned int i, allowed = 0;
+
+	for (i = 0; i < 100; i++)
+		allowed += log_ratelimit_allow(&rl);
+	assert_int_equal(allowed, LOG_BURST);
+	assert_int_equal(rl.held, 100 - LOG_BURST);
+	/* the window over: a fresh burst, the count told and cleared */
+	rl.window_start_ms -= LOG_WINDOW_MS;
+	log_threshold = LOG_SILENT;
+	assert_true(log_ratelimit_allow(&rl));
+	log_threshold = LOG_WARN;
+	assert_int_equal(rl.held, 0);
+	assert_int_equal(rl.printed, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ratelimit),
 		cmocka_unit_test(test_no_deadline_waits_for_ever),
 		cmocka_unit_test(test_passed_deadline_is_zero),
 		cmocka_unit_test(test_rounded_up),
