@@ -84,7 +84,15 @@ static void pci_data_write(struct pci_host *h, unsigned int byte,
 	for (i = 0; i < len; i++) {
 		uint8_t m = pdev->wmask[reg + i];
 
-		pdev->cfg[reg + i] = (pdev->cfg[reg + i] & ~m) | (src[i] & m);
+		/*
+		 * A read-only byte is not even stored back: the device may
+		 * change it meanwhile from another thread (the Status
+		 * register's interrupt bit, atomically, from an I/O thread),
+		 * and a write of what was read would undo that.
+		 */
+		if (m)
+			pdev->cfg[reg + i] = (pdev->cfg[reg + i] & ~m) |
+					     (src[i] & m);
 	}
 	if (pdev->ops && pdev->ops->cfg_write)
 		pdev->ops->cfg_write(pdev, reg, data, len);
