@@ -10,8 +10,8 @@
  * turns them back on, with the barrier and the look at the ring that
  * virtq_enable_notify()'s callers owe, before it may sleep.
  */
-#include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "lkvm/util.h"
@@ -59,71 +59,70 @@ int virtio_poll_parse_mode(const char *s, size_t len,
 	return -1;
 }
 
-/* One NAME=N setting of --poll, in [min, max]. */
-static int poll_parse_number(const char *arg, const char *item, size_t len,
-			     const char *name, uint32_t min, uint32_t max,
-			     uint32_t *val)
+/* The NAME=N settings of --poll, each a number in [min, max]. */
+static const struct {
+	const char *name;
+	uint32_t min, max;
+	size_t offset;
+} poll_settings[] = {
+	{ "max_us", 1, VIRTIO_POLL_MAX_MAX_US,
+	  offsetof(struct virtio_poll_config, max_us) },
+	{ "start_rate", 1, POLL_MAX_START_RATE,
+	  offsetof(struct virtio_poll_config, start_rate) },
+	{ "stop_idle_ms", 1, POLL_MAX_STOP_IDLE_MS,
+	  offsetof(struct virtio_poll_config, stop_idle_ms) },
+};
+
+/* One item of --poll (len bytes at item, not terminated); -1 + message. */
+static int poll_parse_item(const char *arg, const char *item, size_t len,
+			   bool first, struct virtio_poll_config *cfg)
 {
-	size_t n = strlen(name);
-	char buf[24];
+	const char *eq = memchr(item, '=', len);
+	char val[24];
+	unsigned int i;
 	uint64_t v;
 
-	if (len <= n + 1 || len - n - 1 >= sizeof(buf))
-		goto bad;
-	memcpy(buf, item + n + 1, len - n - 1);
-	buf[len - n - 1] = 0;
-	if (!parse_u64(buf, &v) || v < min || v > max)
-		goto bad;
-	*val = v;
-	return 0;
-bad:
-	pr_err("--poll '%s': %s must be a number from %u to %u", arg, name,
-	       min, max);
+	if (first && !virtio_poll_parse_mode(item, len, &cfg->mode))
+		return 0;
+	for (i = 0; eq && i < ARRAY_SIZE(poll_settings); i++) {
+		size_t vlen = len - (size_t)(eq + 1 - item);
+
+		if (strlen(poll_settings[i].name) != (size_t)(eq - item) ||
+		    strncmp(item, poll_settings[i].name, eq - item))
+			continue;
+		if (vlen && vlen < sizeof(val)) {
+			memcpy(val, eq + 1, vlen);
+			val[vlen] = 0;
+			if (parse_u64(val, &v) && v >= poll_settings[i].min &&
+			    v <= poll_settings[i].max) {
+				*(uint32_t *)((char *)cfg +
+					      poll_settings[i].offset) = v;
+				return 0;
+			}
+		}
+		pr_err("--poll '%s': %s must be a number from %u to %u", arg,
+		       poll_settings[i].name, poll_settings[i].min,
+		       poll_settings[i].max);
+		return -1;
+	}
+	pr_err("--poll '%s': '%.*s' is not off, auto, on, max_us=N, start_rate=N or stop_idle_ms=N",
+	       arg, (int)len, item);
 	return -1;
-}
-
-static bool poll_item_is(const char *item, size_t len, const char *name)
-{
-	size_t n = strlen(name);
-
-	return len > n && !strncmp(item, name, n) && item[n] == '=';
 }
 
 int virtio_poll_parse(const char *arg, struct virtio_poll_config *cfg)
 {
-	const char *item = arg;
-	bool first = true;
+	const char *item = arg, *end;
 
 	for (;;) {
-		const char *end = strchr(item, ',');
-		size_t len = end ? (size_t)(end - item) : strlen(item);
-		int ret;
-
-		if (first && !virtio_poll_parse_mode(item, len, &cfg->mode))
-			ret = 0;
-		else if (poll_item_is(item, len, "max_us"))
-			ret = poll_parse_number(arg, item, len, "max_us", 1,
-						VIRTIO_POLL_MAX_MAX_US,
-						&cfg->max_us);
-		else if (poll_item_is(item, len, "start_rate"))
-			ret = poll_parse_number(arg, item, len, "start_rate", 1,
-						POLL_MAX_START_RATE,
-						&cfg->start_rate);
-		else if (poll_item_is(item, len, "stop_idle_ms"))
-			ret = poll_parse_number(arg, item, len, "stop_idle_ms",
-						1, POLL_MAX_STOP_IDLE_MS,
-						&cfg->stop_idle_ms);
-		else {
-			pr_err("--poll '%s': '%.*s' is not off, auto, on, max_us=N, start_rate=N or stop_idle_ms=N",
-			       arg, (int)len, item);
-			ret = -1;
-		}
-		if (ret)
+		end = strchr(item, ',');
+		if (poll_parse_item(arg, item, end ? (size_t)(end - item)
+						   : strlen(item),
+				    item == arg, cfg))
 			return -1;
 		if (!end)
 			return 0;
 		item = end + 1;
-		first = false;
 	}
 }
 
@@ -248,26 +247,31 @@ bool virtio_poll_keep(struct virtio_device *vdev, struct virtio_queue *q,
 {
 	const struct virtio_poll_config *cfg = &vdev->poll_cfg;
 	struct virtio_queue_poll *vp = &q->poll;
-	bool usable = poll_usable(vdev, q);
+	uint64_t window;
 
 	vp->polled = false;
-	if (!usable && !(budget_spent && iothread_is_current(q->iothread)))
-		return false;
-	if (usable && served) {
-		uint64_t now = now_ns();
+	if (poll_usable(vdev, q)) {
+		if (served) {
+			uint64_t now = now_ns();
 
-		vp->last_active_ns = now;
-		/* requests count towards the rate as kicks do: a busy
-		 * queue's driver kicks rarely, the device being awake */
-		if (!vp->polling && cfg->mode == VIRTIO_POLL_AUTO &&
-		    poll_rate_reached(cfg, vp, served, now))
-			poll_mode_enter(cfg, vp, now);
+			vp->last_active_ns = now;
+			/* requests count towards the rate as kicks do: a
+			 * busy queue's driver kicks rarely, the device
+			 * being awake */
+			if (!vp->polling && cfg->mode == VIRTIO_POLL_AUTO &&
+			    poll_rate_reached(cfg, vp, served, now))
+				poll_mode_enter(cfg, vp, now);
+		}
+		window = vp->polling ? vp->window_ns : 0;
+	} else if (budget_spent && iothread_is_current(q->iothread)) {
+		window = 0;	/* no polling here, only the rest of the turn */
+	} else {
+		return false;
 	}
-	if (!budget_spent && (!vp->polling || !vp->window_ns))
+	if (!budget_spent && !window)
 		return false;
 	vp->polled = true;
-	iothread_poll_start(q->iothread, &vp->poller,
-			    vp->polling ? vp->window_ns : 0);
+	iothread_poll_start(q->iothread, &vp->poller, window);
 	return true;
 }
 
