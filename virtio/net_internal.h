@@ -80,10 +80,9 @@ struct net_queue_pair {
 	struct io_source tx_room_src;
 	bool tx_waiting;		/* TX stopped until the backend has room */
 	size_t pending_len;		/* a frame read but not delivered */
-	unsigned int rx_turn_frames;	/* this net_rx() turn's budget used */
-	size_t rx_turn_bytes;
 	size_t rx_estimate;		/* bytes to have posted per frame */
 	struct net_rx_batch batch;
+	uint64_t rx_bytes;		/* delivered into the driver's buffers */
 	uint64_t rx_dropped;		/* runts, no buffer could hold it */
 	uint64_t rx_filtered;		/* not for us (rx mode, MAC table) */
 	uint64_t rx_bad_buffers;	/* receive chains no frame fits */

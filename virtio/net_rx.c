@@ -15,10 +15,10 @@
  * longer watched: frames queue up in the kernel and nothing is dropped;
  * the driver's next RX kick resumes delivery. That is the only RX kick
  * the device wants: while it has buffers and watches the backend, the
- * driver's refills need not wake anyone, and kicks stay off. A frame is dropped only if
- * no buffers of this driver can ever hold it (too big without MRG_RXBUF,
- * more than NET_MAX_RX_CHAINS buffers), is a runt, or the receive filter
- * says it is not for us.
+ * driver's refills need not wake anyone, and kicks stay off. A frame is
+ * dropped only if no buffers of this driver can ever hold it (too big
+ * without MRG_RXBUF, more than NET_MAX_RX_CHAINS buffers), is a runt, or
+ * the receive filter says it is not for us.
  */
 #include <endian.h>
 #include <errno.h>
@@ -175,7 +175,7 @@ static void rx_batch_complete(struct net_queue_pair *p, struct virtio_queue *q,
 	uint32_t lens[NET_MAX_RX_CHAINS];
 	unsigned int used = 0, i;
 
-	p->rx_turn_bytes += len;
+	p->rx_bytes += len;
 	while (used < b->nr && (len || !used)) {
 		lens[used] = MIN((size_t)b->caps[used], len);
 		len -= lens[used++];
@@ -324,22 +324,18 @@ static enum rx_result net_rx_direct(struct net_queue_pair *p,
 }
 
 /*
- * Has this turn delivered (or dropped) its share? The rest waits for the
- * thread's next turn: the backend stays watched, and its level-triggered
- * readiness comes back at once, after the thread's other queues had
- * theirs (a flood, even one the filter drops, starves no one).
+ * Deliver frames while the driver has buffers; caller holds q->lock. A
+ * turn takes at most the serve loop's budget of frames (delivered or
+ * dropped) or bytes; the rest waits for the thread's next turn: the
+ * backend stays watched, and its level-triggered readiness comes back at
+ * once, after the thread's other queues had theirs (a flood, even one
+ * the filter drops, starves no one).
  */
-static bool net_rx_budget_spent(struct net_queue_pair *p)
-{
-	return ++p->rx_turn_frames >= VIRTIO_SERVE_BUDGET_CHAINS ||
-	       p->rx_turn_bytes >= VIRTIO_SERVE_BUDGET_BYTES;
-}
-
-/* Deliver frames while the driver has buffers; caller holds q->lock. */
 void net_rx(struct net_queue_pair *p, struct virtio_queue *q)
 {
-	p->rx_turn_frames = 0;
-	p->rx_turn_bytes = 0;
+	uint64_t bytes0 = p->rx_bytes;
+	unsigned int frames = 0;
+
 	for (;;) {
 		/* the driver's index, not a count: popping lowers a count */
 		uint16_t posted = virtq_avail_idx(&q->ring);
@@ -347,7 +343,8 @@ void net_rx(struct net_queue_pair *p, struct virtio_queue *q)
 						    net_rx_direct(p, q);
 
 		if (r == RX_DELIVERED) {
-			if (net_rx_budget_spent(p))
+			if (++frames >= VIRTIO_SERVE_BUDGET_CHAINS ||
+			    p->rx_bytes - bytes0 >= VIRTIO_SERVE_BUDGET_BYTES)
 				break;
 			continue;
 		}
