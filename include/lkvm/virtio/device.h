@@ -51,10 +51,11 @@ struct virtio_queue {
 	bool live;
 	struct virtq ring;
 	/*
-	 * The ioeventfd: made and watched by the I/O thread when the queue
-	 * first starts, bound to the notify address while it is live, closed
-	 * only once the threads have stopped, so that an epoll event the
-	 * thread already holds never reads another file's descriptor.
+	 * The ioeventfd: made, and added to the queue's I/O thread, when
+	 * the queue first starts; bound to the notify address while it is
+	 * live; closed only once the threads have stopped, so that an epoll
+	 * event the thread already holds never reads another file's
+	 * descriptor.
 	 */
 	int kick_fd;
 	bool kick_watched;
