@@ -4,22 +4,61 @@
  * restored by console_restore(), which runs from atexit, from the fatal
  * signal handler and from the normal shutdown path, so that no exit leaves
  * the user's terminal in raw mode.
+ *
+ * Output is queued, never written by the thread that produced it: a reader
+ * that stops (a paused terminal, a pipe nobody drains) would otherwise
+ * stop the vCPU inside its port write, and a stopped vCPU cannot be joined
+ * at shutdown. A writer thread drains the queue with blocking writes; the
+ * UART sees a full queue as a busy transmitter, as QEMU's does, and bytes
+ * sent to it anyway are dropped and counted, as a real UART overruns.
  */
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lkvm/console.h"
 #include "lkvm/util.h"
 
 #define ESCAPE_CHAR	0x01	/* Ctrl-a */
+#define OUT_QUEUE	(64 * 1024)
+/* The transmitter is free again once this much of the queue is. */
+#define OUT_ROOM_AGAIN	(OUT_QUEUE / 4)
+/* One write at most: progress a flush can see, even with a slow reader. */
+#define OUT_CHUNK	4096
 
 /*
- * Owned by the main thread (init, input, restore); console_write() is called
- * from vCPU threads but only uses the constant out_fd.
+ * The output queue: filled by any thread through console_write(), drained
+ * by the writer thread; `lock` guards every field. The writer never holds
+ * it while writing, nor while it calls room_fn (which takes the UART's
+ * lock, which is held around console_write()).
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t more;		/* bytes queued: the writer wakes */
+	pthread_cond_t progress;	/* bytes written: a flush looks again */
+	uint8_t buf[OUT_QUEUE];
+	size_t head, count;
+	uint64_t written, dropped;
+	bool writer_started;
+	bool closed;			/* the reader is gone: discard */
+	bool want_room;
+	console_room_fn room_fn;
+	void *room_opaque;
+} out = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.more = PTHREAD_COND_INITIALIZER,
+	.progress = PTHREAD_COND_INITIALIZER,
+};
+
+/*
+ * Owned by the main thread (init, input, restore); the writer thread uses
+ * out_fd, which is constant.
  */
 static struct {
 	int in_fd;
@@ -31,6 +70,180 @@ static struct {
 	console_sink_fn sink;
 	void *opaque;
 } con = { .in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO };
+
+/* Waits, without spinning, for an O_NONBLOCK out_fd to take more. */
+static void writer_wait_writable(void)
+{
+	struct pollfd pfd = { .fd = con.out_fd, .events = POLLOUT };
+
+	poll(&pfd, 1, 1000);
+}
+
+/* Writes from the queue's head; returns bytes written, -1 when closed. */
+static ssize_t writer_write_some(const uint8_t *p, size_t len)
+{
+	ssize_t n = write(con.out_fd, p, len);
+
+	if (n > 0)
+		return n;
+	if (n < 0 && errno == EINTR)
+		return 0;
+	if (n < 0 && errno == EAGAIN) {
+		writer_wait_writable();
+		return 0;
+	}
+	return -1;
+}
+
+/* Caller holds out.lock; returns whether the UART should hear of room. */
+static bool writer_consume(ssize_t n)
+{
+	if (n < 0) {
+		out.closed = true;	/* the guest keeps running, unheard */
+		out.dropped += out.count;
+		n = out.count;
+	} else {
+		out.written += n;
+	}
+	out.head = (out.head + n) % OUT_QUEUE;
+	out.count -= n;
+	pthread_cond_broadcast(&out.progress);
+	if (!out.want_room || OUT_QUEUE - out.count < OUT_ROOM_AGAIN)
+		return false;
+	out.want_room = false;
+	return true;
+}
+
+static void *writer_thread(void *arg)
+{
+	pthread_mutex_lock(&out.lock);
+	for (;;) {
+		size_t len;
+		ssize_t n;
+
+		while (!out.count)
+			pthread_cond_wait(&out.more, &out.lock);
+		/* The contiguous part; the rest comes next turn. */
+		len = MIN(MIN(out.count, OUT_QUEUE - out.head), (size_t)OUT_CHUNK);
+		pthread_mutex_unlock(&out.lock);
+		n = writer_write_some(out.buf + out.head, len);
+		pthread_mutex_lock(&out.lock);
+		if (writer_consume(n) && out.room_fn) {
+			console_room_fn fn = out.room_fn;
+			void *opaque = out.room_opaque;
+
+			pthread_mutex_unlock(&out.lock);
+			fn(opaque);
+			pthread_mutex_lock(&out.lock);
+		}
+	}
+	return NULL;
+}
+
+/* The writer is started once per process and lives as long as it does. */
+static void console_start_writer(void)
+{
+	pthread_t tid;
+	sigset_t all, old;
+
+	pthread_mutex_lock(&out.lock);
+	if (out.writer_started) {
+		pthread_mutex_unlock(&out.lock);
+		return;
+	}
+	/* Signals are the main thread's business. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (pthread_create(&tid, NULL, writer_thread, NULL)) {
+		pr_warn("console: no writer thread: guest output is lost");
+		out.closed = true;
+	} else {
+		pthread_detach(tid);
+		out.writer_started = true;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_mutex_unlock(&out.lock);
+}
+
+size_t console_write(const void *buf, size_t len, bool *full)
+{
+	const uint8_t *p = buf;
+	size_t room, i;
+
+	pthread_mutex_lock(&out.lock);
+	if (out.closed) {
+		out.dropped += len;
+		*full = false;
+		pthread_mutex_unlock(&out.lock);
+		return len;
+	}
+	room = OUT_QUEUE - out.count;
+	if (len > room) {
+		out.dropped += len - room;
+		len = room;
+	}
+	for (i = 0; i < len; i++)
+		out.buf[(out.head + out.count + i) % OUT_QUEUE] = p[i];
+	out.count += len;
+	if (len)
+		pthread_cond_signal(&out.more);
+	*full = out.count == OUT_QUEUE;
+	if (*full)
+		out.want_room = true;
+	pthread_mutex_unlock(&out.lock);
+	return len;
+}
+
+void console_set_room_notify(console_room_fn fn, void *opaque)
+{
+	pthread_mutex_lock(&out.lock);
+	out.room_fn = fn;
+	out.room_opaque = opaque;
+	pthread_mutex_unlock(&out.lock);
+}
+
+static void deadline_in(struct timespec *ts, unsigned int ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
+bool console_flush(unsigned int stall_ms)
+{
+	bool empty;
+
+	pthread_mutex_lock(&out.lock);
+	while (out.count && out.writer_started) {
+		uint64_t before = out.written;
+		struct timespec ts;
+
+		deadline_in(&ts, stall_ms);
+		while (out.count && out.written == before)
+			if (pthread_cond_timedwait(&out.progress, &out.lock,
+						   &ts) == ETIMEDOUT)
+				break;
+		if (out.written == before && out.count)
+			break;	/* the reader stopped: give up, not hang */
+	}
+	empty = !out.count;
+	pthread_mutex_unlock(&out.lock);
+	return empty;
+}
+
+void console_output_stats(uint64_t *written, uint64_t *dropped,
+			  size_t *queued)
+{
+	pthread_mutex_lock(&out.lock);
+	*written = out.written;
+	*dropped = out.dropped;
+	*queued = out.count;
+	pthread_mutex_unlock(&out.lock);
+}
 
 void console_restore(void)
 {
@@ -62,6 +275,7 @@ int console_init(void)
 
 	/* A reader that went away must not kill the VMM with SIGPIPE. */
 	signal(SIGPIPE, SIG_IGN);
+	console_start_writer();
 	con.is_tty = isatty(con.in_fd);
 	if (!con.is_tty)
 		return 0;
@@ -86,22 +300,6 @@ int console_init(void)
 bool console_is_tty(void)
 {
 	return con.is_tty;
-}
-
-void console_write(const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = write(con.out_fd, p, len);
-
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n <= 0)
-			return;	/* output closed: the guest keeps running */
-		p += n;
-		len -= n;
-	}
 }
 
 void console_set_sink(console_sink_fn sink, void *opaque)

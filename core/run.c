@@ -22,6 +22,9 @@
 #include "lkvm/util.h"
 #include "lkvm/vm.h"
 
+/* How long a stopped console reader may hold up the exit. */
+#define CONSOLE_STALL_MS	500
+
 /* Signals that end the VM are read from a signalfd by the main loop. */
 static int block_exit_signals(sigset_t *set)
 {
@@ -93,6 +96,23 @@ static void main_loop(struct vm *vm, int sfd)
 	}
 }
 
+/*
+ * The guest's last words reach the user before lkvm's own, unless the
+ * reader stopped: then lkvm says what was lost rather than wait for it.
+ */
+static void console_finish(void)
+{
+	uint64_t written, dropped;
+	size_t unwritten;
+
+	console_flush(CONSOLE_STALL_MS);
+	console_output_stats(&written, &dropped, &unwritten);
+	if (dropped || unwritten)
+		pr_warn("console: %llu bytes of guest output lost (nothing read them for %u ms)",
+			(unsigned long long)(dropped + unwritten),
+			CONSOLE_STALL_MS);
+}
+
 static void report_exit(const struct vm *vm)
 {
 	if (vm->exit_code == EXIT_POWEROFF || vm->exit_chosen_by_guest)
@@ -155,6 +175,7 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 	}
 	vcpus_stop(&vm);
 	devices_stop(&vm);
+	console_finish();
 	console_restore();
 	code = vm.exit_code;
 	*reboot = code == EXIT_GUEST_REBOOT && !vm.exit_chosen_by_guest;

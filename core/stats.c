@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "lkvm/console.h"
 #include "lkvm/devices.h"
 #include "lkvm/iothread.h"
 #include "lkvm/stats.h"
@@ -121,6 +122,17 @@ static void write_bus(FILE *f, const char *key, struct bus *bus)
 	fprintf(f, "],");
 }
 
+static void write_console(FILE *f)
+{
+	uint64_t written, dropped;
+	size_t queued;
+
+	console_output_stats(&written, &dropped, &queued);
+	fprintf(f, "\"console\":{\"written\":%llu,\"dropped\":%llu,"
+		"\"unwritten\":%zu},", (unsigned long long)written,
+		(unsigned long long)dropped, queued);
+}
+
 int stats_write(struct vm *vm, const char *path, double wall_ms)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stderr;
@@ -146,6 +158,7 @@ int stats_write(struct vm *vm, const char *path, double wall_ms)
 		vm->coalesced_ring ? "true" : "false",
 		(unsigned long long)vm->pio.unhandled,
 		(unsigned long long)vm->mmio.unhandled);
+	write_console(f);
 	write_bus(f, "pio_devices", &vm->pio);
 	write_bus(f, "mmio_devices", &vm->mmio);
 	write_vcpus(f, vm);

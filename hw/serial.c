@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * 16550A UART. Transmit is immediate (to the host console), so the
- * transmitter is always empty; receive comes from the host console through
- * a small FIFO. The interrupt output follows the 16550's rules (priority
+ * 16550A UART. Transmit goes to the host console's output queue: the
+ * transmitter is empty while the queue has room and busy (THRE clear, no
+ * THR interrupt) while a stalled reader keeps it full, so that a guest's
+ * driver waits as it would on a slow line; receive comes from the host
+ * console through a small FIFO. The interrupt output follows the 16550's rules (priority
  * in IIR, THRE cleared by reading IIR or writing THR, gated by MCR.OUT2)
  * and drives an edge-triggered ISA line of the in-kernel irqchip.
  */
@@ -44,8 +46,9 @@ enum {
 #define MSR_DCD		0x80
 
 /*
- * Register state is touched by vCPU threads (port I/O) and the main thread
- * (console input); `lock` guards all of it.
+ * Register state is touched by vCPU threads (port I/O), the main thread
+ * (console input) and the console's writer thread (room again); `lock`
+ * guards all of it, and is taken before the console's own lock.
  */
 struct serial {
 	struct bus_dev dev;
@@ -54,6 +57,7 @@ struct serial {
 	pthread_mutex_t lock;
 	uint8_t ier, lcr, mcr, scr, fcr, dll, dlm;
 	bool thr_ipending;	/* THR-empty interrupt not yet acknowledged */
+	bool thr_busy;		/* the console's output queue is full */
 	int irq_level;
 	uint8_t rx[UART_RX_FIFO];
 	unsigned int rx_head, rx_count;
@@ -133,7 +137,8 @@ static uint8_t serial_read_reg(struct serial *s, unsigned int reg)
 	case UART_MCR:
 		return s->mcr;
 	case UART_LSR:
-		return LSR_THRE | LSR_TEMT | (s->rx_count ? LSR_DR : 0);
+		return (s->thr_busy ? 0 : LSR_THRE | LSR_TEMT) |
+		       (s->rx_count ? LSR_DR : 0);
 	case UART_MSR:
 		return serial_msr(s);
 	default:
@@ -141,13 +146,31 @@ static uint8_t serial_read_reg(struct serial *s, unsigned int reg)
 	}
 }
 
+/* A byte written while busy is lost, as on an overrun line. */
 static void serial_transmit(struct serial *s, uint8_t c)
 {
+	bool full = false;
+
 	if (s->mcr & MCR_LOOP)
 		serial_rx_push(s, c);
 	else
-		console_write(&c, 1);
-	s->thr_ipending = true;
+		console_write(&c, 1, &full);
+	s->thr_busy = full;
+	s->thr_ipending = !full;
+}
+
+/* From the console's writer thread: the queue has room again. */
+static void serial_console_room(void *opaque)
+{
+	struct serial *s = opaque;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->thr_busy) {
+		s->thr_busy = false;
+		s->thr_ipending = true;
+		serial_update_irq(s);
+	}
+	pthread_mutex_unlock(&s->lock);
 }
 
 static void serial_write_reg(struct serial *s, unsigned int reg, uint8_t val)
@@ -165,7 +188,7 @@ static void serial_write_reg(struct serial *s, unsigned int reg, uint8_t val)
 			break;
 		}
 		/* Enabling THRI with an empty THR raises it at once. */
-		if (!(s->ier & IER_THRI) && (val & IER_THRI))
+		if (!(s->ier & IER_THRI) && (val & IER_THRI) && !s->thr_busy)
 			s->thr_ipending = true;
 		s->ier = val & 0x0f;
 		break;
@@ -242,5 +265,6 @@ int serial_init(struct vm *vm, uint16_t port, unsigned int irq)
 	s->mcr = MCR_OUT2;
 	pthread_mutex_init(&s->lock, NULL);
 	console_set_sink(serial_console_input, s);
+	console_set_room_notify(serial_console_room, s);
 	return bus_register(&vm->pio, port, 8, &s->dev);
 }

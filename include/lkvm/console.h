@@ -19,8 +19,25 @@ int console_init(void);
 void console_restore(void);
 bool console_is_tty(void);
 
-/* Output from the guest; safe from any thread. */
-void console_write(const void *buf, size_t len);
+/*
+ * Output from the guest; safe from any thread, never blocks. Queues what
+ * fits and drops (and counts) the rest; returns how many bytes it queued,
+ * or len when the output is closed and everything is discarded. *full says
+ * the queue is now full: room_fn (below) will be called, once, from the
+ * writer thread when a quarter of it is free again.
+ */
+size_t console_write(const void *buf, size_t len, bool *full);
+
+typedef void (*console_room_fn)(void *opaque);
+void console_set_room_notify(console_room_fn fn, void *opaque);
+
+/*
+ * Waits until the writer has written everything queued, or until it has
+ * made no progress for stall_ms (a reader that stopped); true if empty.
+ */
+bool console_flush(unsigned int stall_ms);
+void console_output_stats(uint64_t *written, uint64_t *dropped,
+			  size_t *queued);
 
 void console_set_sink(console_sink_fn sink, void *opaque);
 

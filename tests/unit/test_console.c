@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Guest console output when the reader stops (core/console.c, hw/serial.c):
+ * the UART's transmitter turns busy instead of its vCPU blocking, it comes
+ * back (THRE, THR interrupt) when the reader drains, nothing is lost in
+ * between for a driver that waits for THRE, a non-blocking stdout does not
+ * make the writer spin, and a flush gives up on a reader that stopped.
+ *
+ * The console is process-wide (stdout, one writer thread), so each test
+ * runs in a child whose stdout is a pipe the child itself reads; the child
+ * reports a failure as its exit status.
+ */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "lkvm/bus.h"
+#include "lkvm/console.h"
+#include "lkvm/hw.h"
+#include "lkvm/util.h"
+#include "fake_vm.h"
+
+#define COM1		0x3f8
+#define COM1_IRQ	4
+#define THR		(COM1 + 0)
+#define IER		(COM1 + 1)
+#define IIR		(COM1 + 2)
+#define LSR		(COM1 + 5)
+#define LSR_THRE	0x20
+#define IER_THRI	0x02
+#define IIR_THRI	0x02
+/* Far beyond the queue and a pipe's buffer together. */
+#define PLENTY		(1024 * 1024)
+
+/* In the child: a failed check ends it with its line number. */
+#define CHILD_CHECK(cond)						\
+	do {								\
+		if (!(cond)) {						\
+			fprintf(stderr, "%s:%d: %s\n", __FILE__,	\
+				__LINE__, #cond);			\
+			_exit(__LINE__ % 250 + 1);			\
+		}							\
+	} while (0)
+
+struct child {
+	int rd;			/* what the console wrote to stdout */
+	struct fake_vm vm;
+};
+
+static uint8_t port_read(struct child *c, uint16_t port)
+{
+	uint8_t v = 0;
+
+	bus_access(&c->vm.vm.pio, port, &v, 1, false);
+	return v;
+}
+
+static void port_write(struct child *c, uint16_t port, uint8_t v)
+{
+	bus_access(&c->vm.vm.pio, port, &v, 1, true);
+}
+
+/* stdout becomes a pipe, non-blocking at the writer's end if asked. */
+static void child_setup(struct child *c, bool nonblocking_out)
+{
+	int p[2];
+
+	CHILD_CHECK(pipe(p) == 0);
+	CHILD_CHECK(dup2(p[1], STDOUT_FILENO) == STDOUT_FILENO);
+	close(p[1]);
+	if (nonblocking_out)
+		CHILD_CHECK(fcntl(STDOUT_FILENO, F_SETFL, O_NONBLOCK) == 0);
+	c->rd = p[0];
+	CHILD_CHECK(fake_vm_init(&c->vm, 0, 1) == 0);
+	CHILD_CHECK(serial_init(&c->vm.vm, COM1, COM1_IRQ) == 0);
+	CHILD_CHECK(console_init() == 0);
+}
+
+static void run_child(void (*body)(struct child *c), bool nonblocking_out)
+{
+	pid_t pid = fork();
+	int status;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct child c;
+
+		alarm(20);	/* a hang is a failure, not a stuck suite */
+		child_setup(&c, nonblocking_out);
+		body(&c);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static double cpu_ms(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Sends bytes as a polite driver would until the transmitter is busy. */
+static size_t fill_until_busy(struct child *c, uint8_t *next)
+{
+	size_t sent = 0;
+
+	while (sent < PLENTY && (port_read(c, LSR) & LSR_THRE)) {
+		port_write(c, THR, (*next)++);
+		sent++;
+		if (sent % 4096 == 0)
+			sleep_ms(1);	/* let the writer fill the pipe */
+	}
+	return sent;
+}
+
+/* Reads the pipe dry, checking the byte sequence continues unbroken. */
+static size_t drain(struct child *c, uint8_t *expect)
+{
+	uint8_t buf[4096];
+	size_t total = 0;
+	ssize_t n;
+
+	CHILD_CHECK(fcntl(c->rd, F_SETFL, O_NONBLOCK) == 0);
+	while ((n = read(c->rd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++)
+			CHILD_CHECK(buf[i] == (*expect)++);
+		total += n;
+	}
+	return total;
+}
+
+static void stalled_reader_body(struct child *c)
+{
+	uint8_t next = 0, expect = 0;
+	size_t sent, got = 0;
+	uint64_t written, dropped;
+	size_t queued;
+	int i;
+
+	port_write(c, IER, IER_THRI);
+	sent = fill_until_busy(c, &next);
+	/* Busy only once both the queue and the pipe are full. */
+	CHILD_CHECK(sent >= 64 * 1024 && sent < PLENTY);
+	CHILD_CHECK(!(port_read(c, LSR) & LSR_THRE));
+	CHILD_CHECK((port_read(c, IIR) & 0x0f) != IIR_THRI);
+	CHILD_CHECK(c->vm.irq_level[COM1_IRQ] == 0);
+
+	/* The reader comes back: the transmitter frees, with its interrupt. */
+	for (i = 0; i < 2000 && !(port_read(c, LSR) & LSR_THRE); i++) {
+		got += drain(c, &expect);
+		sleep_ms(1);
+	}
+	CHILD_CHECK(port_read(c, LSR) & LSR_THRE);
+	CHILD_CHECK(c->vm.irq_level[COM1_IRQ] == 1);
+	CHILD_CHECK((port_read(c, IIR) & 0x0f) == IIR_THRI);
+
+	/* Everything the polite driver sent arrives, in order. */
+	for (i = 0; i < 2000 && got < sent; i++) {
+		got += drain(c, &expect);
+		sleep_ms(1);
+	}
+	CHILD_CHECK(got == sent);
+	console_output_stats(&written, &dropped, &queued);
+	CHILD_CHECK(written == sent && dropped == 0 && queued == 0);
+}
+
+static void test_stalled_reader_makes_the_transmitter_busy(void **state)
+{
+	run_child(stalled_reader_body, false);
+}
+
+static void overrun_body(struct child *c)
+{
+	uint8_t next = 0, buf[4096];
+	uint64_t written, dropped;
+	size_t sent, queued;
+	int i;
+
+	sent = fill_until_busy(c, &next);
+	/* A driver that ignores THRE loses what it sends, counted. */
+	for (i = 0; i < 100; i++)
+		port_write(c, THR, 'x');
+	console_output_stats(&written, &dropped, &queued);
+	CHILD_CHECK(dropped == 100);
+	CHILD_CHECK(written + queued == sent);
+	/* No reader at all: the flush gives up after its stall time. */
+	double t0 = now_ms();
+
+	CHILD_CHECK(!console_flush(100));
+	CHILD_CHECK(now_ms() - t0 >= 90 && now_ms() - t0 < 1500);
+	CHILD_CHECK(read(c->rd, buf, sizeof(buf)) > 0);
+}
+
+static void test_overrun_is_counted_and_flush_gives_up(void **state)
+{
+	run_child(overrun_body, false);
+}
+
+static void nonblocking_body(struct child *c)
+{
+	uint8_t next = 0, expect = 0;
+	size_t sent, got = 0;
+	double cpu0;
+	int i;
+
+	sent = fill_until_busy(c, &next);
+	/* The writer meets EAGAIN now: it must wait, not spin. */
+	cpu0 = cpu_ms();
+	sleep_ms(300);
+	CHILD_CHECK(cpu_ms() - cpu0 < 100);
+	for (i = 0; i < 3000 && got < sent; i++) {
+		got += drain(c, &expect);
+		sleep_ms(1);
+	}
+	CHILD_CHECK(got == sent);
+}
+
+static void test_nonblocking_stdout_does_not_spin(void **state)
+{
+	run_child(nonblocking_body, true);
+}
+
+static void closed_reader_body(struct child *c)
+{
+	uint64_t written, dropped;
+	size_t queued;
+	int i;
+
+	close(c->rd);
+	/* The writer meets EPIPE on the first byte ... */
+	port_write(c, THR, 'y');
+	CHILD_CHECK(console_flush(1000));
+	/* ... then everything is discarded and the transmitter never busy. */
+	for (i = 0; i < 200 * 1024; i++) {
+		CHILD_CHECK(port_read(c, LSR) & LSR_THRE);
+		port_write(c, THR, 'y');
+	}
+	CHILD_CHECK(console_flush(100));
+	console_output_stats(&written, &dropped, &queued);
+	CHILD_CHECK(written + dropped == 200 * 1024 + 1 && queued == 0);
+	CHILD_CHECK(dropped > 0);
+}
+
+static void test_closed_reader_discards(void **state)
+{
+	run_child(closed_reader_body, false);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stalled_reader_makes_the_transmitter_busy),
+		cmocka_unit_test(test_overrun_is_counted_and_flush_gives_up),
+		cmocka_unit_test(test_nonblocking_stdout_does_not_spin),
+		cmocka_unit_test(test_closed_reader_discards),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
