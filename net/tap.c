@@ -121,8 +121,13 @@ static int tap_open_queue(struct net_backend *be, const char *ifname,
 	int hdr_len = VNET_HDR_LEN;
 	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
 
+	if (fd < 0 && errno == EACCES) {
+		pr_err("tap%s%s: cannot open /dev/net/tun: %s (a tap needs root or CAP_NET_ADMIN; -n user needs neither)",
+		       ifname ? " " : "", ifname ? ifname : "", strerror(errno));
+		return -1;
+	}
 	if (fd < 0) {
-		pr_err("cannot open /dev/net/tun: %s", strerror(errno));
+		pr_err("tap: cannot open /dev/net/tun: %s", strerror(errno));
 		return -1;
 	}
 	if (multi_queue)
