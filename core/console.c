@@ -46,6 +46,8 @@ static struct {
 	size_t head, count;
 	uint64_t written, dropped;
 	bool writer_started;
+	bool stop;			/* console_stop(): the writer ends */
+	pthread_t writer;
 	bool closed;			/* the reader is gone: discard */
 	bool want_room;
 	console_room_fn room_fn;
@@ -114,19 +116,36 @@ static bool writer_consume(ssize_t n)
 	return true;
 }
 
+/*
+ * Cancellation reaches the writer only inside write() or poll(), where it
+ * holds no lock: console_stop() uses it on a writer a stopped reader holds.
+ */
+static ssize_t writer_write_cancellable(const uint8_t *p, size_t len)
+{
+	ssize_t n;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+	n = writer_write_some(p, len);
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	return n;
+}
+
 static void *writer_thread(void *arg)
 {
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	pthread_mutex_lock(&out.lock);
 	for (;;) {
 		size_t len;
 		ssize_t n;
 
-		while (!out.count)
+		while (!out.count && !out.stop)
 			pthread_cond_wait(&out.more, &out.lock);
+		if (out.stop)
+			break;
 		/* The contiguous part; the rest comes next turn. */
 		len = MIN(MIN(out.count, OUT_QUEUE - out.head), (size_t)OUT_CHUNK);
 		pthread_mutex_unlock(&out.lock);
-		n = writer_write_some(out.buf + out.head, len);
+		n = writer_write_cancellable(out.buf + out.head, len);
 		pthread_mutex_lock(&out.lock);
 		if (writer_consume(n) && out.room_fn) {
 			console_room_fn fn = out.room_fn;
@@ -137,13 +156,13 @@ static void *writer_thread(void *arg)
 			pthread_mutex_lock(&out.lock);
 		}
 	}
+	pthread_mutex_unlock(&out.lock);
 	return NULL;
 }
 
-/* The writer is started once per process and lives as long as it does. */
+/* The writer runs from console_init() to console_stop(). */
 static void console_start_writer(void)
 {
-	pthread_t tid;
 	sigset_t all, old;
 
 	pthread_mutex_lock(&out.lock);
@@ -154,11 +173,11 @@ static void console_start_writer(void)
 	/* Signals are the main thread's business. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	if (pthread_create(&tid, NULL, writer_thread, NULL)) {
+	out.stop = false;
+	if (pthread_create(&out.writer, NULL, writer_thread, NULL)) {
 		pr_warn("console: no writer thread: guest output is lost");
 		out.closed = true;
 	} else {
-		pthread_detach(tid);
 		out.writer_started = true;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -233,6 +252,24 @@ bool console_flush(unsigned int stall_ms)
 	empty = !out.count;
 	pthread_mutex_unlock(&out.lock);
 	return empty;
+}
+
+void console_stop(void)
+{
+	pthread_mutex_lock(&out.lock);
+	if (!out.writer_started) {
+		pthread_mutex_unlock(&out.lock);
+		return;
+	}
+	out.stop = true;
+	pthread_cond_signal(&out.more);
+	pthread_mutex_unlock(&out.lock);
+	/* An idle writer sees stop; one stuck in write() is cancelled there. */
+	pthread_cancel(out.writer);
+	pthread_join(out.writer, NULL);
+	pthread_mutex_lock(&out.lock);
+	out.writer_started = false;
+	pthread_mutex_unlock(&out.lock);
 }
 
 void console_output_stats(uint64_t *written, uint64_t *dropped,

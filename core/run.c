@@ -106,6 +106,7 @@ static void console_finish(void)
 	size_t unwritten;
 
 	console_flush(CONSOLE_STALL_MS);
+	console_stop();
 	console_output_stats(&written, &dropped, &unwritten);
 	if (dropped || unwritten)
 		pr_warn("console: %llu bytes of guest output lost (nothing read them for %u ms)",

@@ -36,6 +36,8 @@ void console_set_room_notify(console_room_fn fn, void *opaque);
  * made no progress for stall_ms (a reader that stopped); true if empty.
  */
 bool console_flush(unsigned int stall_ms);
+/* Ends the writer thread (after a flush): what it had not written is lost. */
+void console_stop(void);
 void console_output_stats(uint64_t *written, uint64_t *dropped,
 			  size_t *queued);
 
