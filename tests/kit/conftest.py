@@ -18,6 +18,8 @@ def pytest_configure(config):
         "markers", "sanitize_only: runs in the ASan/UBSan pass alone "
         "(make SANITIZE=1 check-kit)")
     config.addinivalue_line(
+        "markers", "plain_only: runs in the plain pass alone (make check-kit)")
+    config.addinivalue_line(
         "markers", "netns: makes a network namespace of its own")
 
 
