@@ -47,6 +47,7 @@ static struct {
 	uint64_t written, dropped;
 	bool writer_started;
 	bool stop;			/* console_stop(): the writer ends */
+	bool writer_exited;
 	pthread_t writer;
 	bool closed;			/* the reader is gone: discard */
 	bool want_room;
@@ -117,22 +118,24 @@ static bool writer_consume(ssize_t n)
 }
 
 /*
- * Cancellation reaches the writer only inside write() or poll(), where it
- * holds no lock: console_stop() uses it on a writer a stopped reader holds.
+ * console_stop() wakes a writer blocked in write() or poll() with this
+ * signal: its handler does nothing, and without SA_RESTART the call fails
+ * with EINTR, after which the writer sees `stop`. The writer takes it and
+ * nothing else (vCPUs are kicked with SIGUSR1).
  */
-static ssize_t writer_write_cancellable(const uint8_t *p, size_t len)
-{
-	ssize_t n;
+#define WRITER_WAKE_SIGNAL	SIGUSR2
 
-	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-	n = writer_write_some(p, len);
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-	return n;
+static void writer_wake_handler(int sig)
+{
 }
 
 static void *writer_thread(void *arg)
 {
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	sigset_t wake;
+
+	sigemptyset(&wake);
+	sigaddset(&wake, WRITER_WAKE_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &wake, NULL);
 	pthread_mutex_lock(&out.lock);
 	for (;;) {
 		size_t len;
@@ -145,7 +148,7 @@ static void *writer_thread(void *arg)
 		/* The contiguous part; the rest comes next turn. */
 		len = MIN(MIN(out.count, OUT_QUEUE - out.head), (size_t)OUT_CHUNK);
 		pthread_mutex_unlock(&out.lock);
-		n = writer_write_cancellable(out.buf + out.head, len);
+		n = writer_write_some(out.buf + out.head, len);
 		pthread_mutex_lock(&out.lock);
 		if (writer_consume(n) && out.room_fn) {
 			console_room_fn fn = out.room_fn;
@@ -156,6 +159,8 @@ static void *writer_thread(void *arg)
 			pthread_mutex_lock(&out.lock);
 		}
 	}
+	out.writer_exited = true;
+	pthread_cond_broadcast(&out.progress);
 	pthread_mutex_unlock(&out.lock);
 	return NULL;
 }
@@ -163,6 +168,7 @@ static void *writer_thread(void *arg)
 /* The writer runs from console_init() to console_stop(). */
 static void console_start_writer(void)
 {
+	struct sigaction sa = { .sa_handler = writer_wake_handler };
 	sigset_t all, old;
 
 	pthread_mutex_lock(&out.lock);
@@ -170,14 +176,18 @@ static void console_start_writer(void)
 		pthread_mutex_unlock(&out.lock);
 		return;
 	}
-	/* Signals are the main thread's business. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(WRITER_WAKE_SIGNAL, &sa, NULL);
+	/* Signals are the main thread's business, but for its wake-up. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	out.stop = false;
+	out.writer_exited = false;
 	if (pthread_create(&out.writer, NULL, writer_thread, NULL)) {
 		pr_warn("console: no writer thread: guest output is lost");
 		out.closed = true;
 	} else {
+		pthread_setname_np(out.writer, "lkvm-console");
 		out.writer_started = true;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -256,6 +266,9 @@ bool console_flush(unsigned int stall_ms)
 
 void console_stop(void)
 {
+	struct timespec ts;
+	int i;
+
 	pthread_mutex_lock(&out.lock);
 	if (!out.writer_started) {
 		pthread_mutex_unlock(&out.lock);
@@ -263,13 +276,23 @@ void console_stop(void)
 	}
 	out.stop = true;
 	pthread_cond_signal(&out.more);
-	pthread_mutex_unlock(&out.lock);
-	/* An idle writer sees stop; one stuck in write() is cancelled there. */
-	pthread_cancel(out.writer);
-	pthread_join(out.writer, NULL);
-	pthread_mutex_lock(&out.lock);
+	/*
+	 * Again and again: a signal that lands just before the writer enters
+	 * write() is lost. A writer that never answers is left behind.
+	 */
+	for (i = 0; i < 100 && !out.writer_exited; i++) {
+		pthread_kill(out.writer, WRITER_WAKE_SIGNAL);
+		deadline_in(&ts, 10);
+		pthread_cond_timedwait(&out.progress, &out.lock, &ts);
+	}
 	out.writer_started = false;
+	if (!out.writer_exited) {
+		pthread_detach(out.writer);
+		pthread_mutex_unlock(&out.lock);
+		return;
+	}
 	pthread_mutex_unlock(&out.lock);
+	pthread_join(out.writer, NULL);
 }
 
 void console_output_stats(uint64_t *written, uint64_t *dropped,

@@ -13,6 +13,11 @@ through 10.0.2.2, and serves 2 MiB that L1 fetches through
 hostfwd=tcp::8080-:80; a second rule with an explicit guest address
 (127.0.0.1:2323-10.0.2.15:23) carries L1's "go" that ends the guest.
 Nothing leaves L1, which has no network but its loopback.
+
+The same L1 then runs the same job once more under valgrind's memcheck
+(issue 10), with a disk added that the guest writes and reads back: a
+whole Linux boot with a disk and a network card must end with no memcheck
+error and no definite leak.
 """
 
 import os
@@ -30,6 +35,12 @@ CHECK = os.path.join(HERE, "user-net-check.sh")
 JOB = os.path.join(HERE, "user-net-job.sh")
 LKVM = os.path.join(nested.TOP, "lkvm")
 SETPRIV = "/usr/bin/setpriv"
+VALGRIND = "/usr/bin/valgrind.bin"     # Debian's valgrind is a shell wrapper
+VALGRIND_LIB = "/usr/libexec/valgrind"
+VALGRIND_FILES = ["memcheck-amd64-linux", "vgpreload_core-amd64-linux.so",
+                  "vgpreload_memcheck-amd64-linux.so", "default.supp"]
+VALGRIND_ARGS = [VALGRIND, "--error-exitcode=99", "--leak-check=full",
+                 "--errors-for-leak-kinds=definite", "--track-fds=no"]
 TIMINGS = []
 
 
@@ -56,8 +67,44 @@ def libslirp_path():
     pytest.fail("libslirp0 is not installed (scripts/install-deps.sh)")
 
 
+def build_id(path):
+    out = subprocess.run(["readelf", "-n", path], check=True,
+                         stdout=subprocess.PIPE,
+                         universal_newlines=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    return m.group(1) if m else None
+
+
+def ld_so_debuginfo(libs):
+    """memcheck must redirect ld.so's strlen, and Debian's ld.so has no
+    symbol table of its own: it needs libc6-dbg's detached one, found
+    by build ID."""
+    for path in libs.values():
+        if "/ld-linux" in path:
+            bid = build_id(path)
+            dbg = "/usr/lib/debug/.build-id/%s/%s.debug" % (bid[:2], bid[2:])
+            if not os.path.exists(dbg):
+                pytest.fail("%s missing: install libc6-dbg "
+                            "(scripts/install-deps.sh)" % dbg)
+            return {dbg: dbg}
+    return {}
+
+
+def valgrind_files():
+    files = {VALGRIND: VALGRIND}
+    for name in VALGRIND_FILES:
+        path = os.path.join(VALGRIND_LIB, name)
+        if not os.path.exists(path):
+            pytest.fail("%s missing: install valgrind "
+                        "(scripts/install-deps.sh)" % path)
+        files[path] = path
+    files.update(shared_libs(VALGRIND))
+    files.update(ld_so_debuginfo(files))
+    return files
+
+
 @pytest.fixture(scope="module")
-def job(tmp_path_factory):
+def l1(tmp_path_factory):
     work = nested.work_dir(tmp_path_factory, "nested-user-net")
     lkvm = os.environ.get("LKVM_NESTED_LKVM") or LKVM
     if not os.path.exists(lkvm):
@@ -75,16 +122,33 @@ def job(tmp_path_factory):
     files[slirp] = os.path.realpath(slirp)
     files.update(shared_libs(slirp))
     files.update(shared_libs(SETPRIV))
-    jobs = [nested.Job("user-net", ["sh", "/l1/user-net-job.sh",
-                                    "/l1/bin/setpriv"], timeout=200)]
+    files.update(valgrind_files())
+    job_sh = ["sh", "/l1/user-net-job.sh", "/l1/bin/setpriv"]
+    jobs = [nested.Job("user-net", job_sh + ["150", "0"], timeout=200),
+            nested.Job("valgrind", job_sh + ["400", "16"] + VALGRIND_ARGS,
+                       timeout=450)]
     l1 = nested.run_l1(jobs, files, l1_kernel=kernel, workdir=work,
                        lkvm=lkvm)
     assert l1.completed, l1.describe()
-    j = l1.jobs.get("user-net")
+    TIMINGS.append("user-net: L1 run %.1f s" % l1.elapsed)
+    return l1
+
+
+def _job(l1, name):
+    j = l1.jobs.get(name)
     assert j is not None and j.ended, "no result:\n%s" % l1.tail()
-    TIMINGS.append("user-net: L1 run %.1f s, L2 job %.1f s" % (
-        l1.elapsed, j.time or 0))
+    TIMINGS.append("%s: L2 job %.1f s" % (name, j.time or 0))
     return j
+
+
+@pytest.fixture(scope="module")
+def job(l1):
+    return _job(l1, "user-net")
+
+
+@pytest.fixture(scope="module")
+def vg_job(l1):
+    return _job(l1, "valgrind")
 
 
 def _ctx(j):
@@ -132,3 +196,15 @@ def test_hostfwd_reaches_guest(job):
 
 def test_ipv6_router_advertisement(job):
     assert job.facts.get("addr6", "").startswith("fec0::"), _ctx(job)
+
+
+def test_valgrind_memcheck_of_a_boot_with_disk_and_net_is_clean(vg_job):
+    f, log = vg_job.facts, "\n".join(vg_job.console)
+    assert "Memcheck" in log, _ctx(vg_job)
+    assert "ERROR SUMMARY: 0 errors" in log, _ctx(vg_job)
+    assert f.get("lkvm_rc") == "0", _ctx(vg_job)
+    # The guest really used both devices while memcheck watched.
+    assert f.get("fetch_md5") == f.get("l1_blob_md5"), _ctx(vg_job)
+    assert f.get("fwd_md5") == f.get("guest_blob_md5"), _ctx(vg_job)
+    assert f.get("disk_write_rc") == "0", _ctx(vg_job)
+    assert f.get("disk_read_md5") == f.get("disk_pattern_md5"), _ctx(vg_job)

@@ -80,6 +80,16 @@ while ! ip -6 addr show dev eth0 | grep -q ' fec0:' && [ $i -lt 50 ]; do
 done
 fact addr6 "$(ip -6 -o addr show dev eth0 | awk '$4 ~ /^fec0:/ { print $4 }')"
 
+# A disk, when L1 gave one: a pattern written through and read back.
+if [ -b /dev/vda ]; then
+	yes lkvm-disk-pattern | head -c 1048576 >/tmp/pattern
+	fact disk_pattern_md5 "$(md5sum </tmp/pattern | cut -d' ' -f1)"
+	dd if=/tmp/pattern of=/dev/vda bs=64k oflag=direct 2>/dev/null
+	fact disk_write_rc $?
+	fact disk_read_md5 "$(dd if=/dev/vda bs=64k count=16 iflag=direct \
+		2>/dev/null | md5sum | cut -d' ' -f1)"
+fi
+
 # Wait (bounded) for L1 to fetch our file through hostfwd and say "go".
 i=0
 while kill -0 $go_pid 2>/dev/null && [ $i -lt 900 ]; do

@@ -3,8 +3,16 @@
 # lkvm runs as uid/gid 1000, which may open /dev/kvm through its group and
 # nothing else: no tap, no CAP_NET_ADMIN. L1 serves a file on its loopback
 # only (the guest reaches it as 10.0.2.2) and fetches the guest's file
-# through hostfwd. Usage: user-net-job.sh SETPRIV
+# through hostfwd.
+#
+#   user-net-job.sh SETPRIV TIMEOUT DISK_MIB [WRAPPER...]
+#
+# DISK_MIB > 0 gives the guest a disk of that size too (it writes and reads
+# back a pattern); WRAPPER (valgrind and its options) runs lkvm.
 setpriv=$1
+timeout=$2
+disk_mib=$3
+shift 3
 fact() { echo "@@FACT $1=$2"; }
 
 ip link set lo up
@@ -16,15 +24,26 @@ fact l1_blob_md5 "$(md5sum </srv/blob | cut -d' ' -f1)"
 httpd -f -p 127.0.0.1:8000 -h /srv &
 httpd_pid=$!
 
+disk=
+if [ "$disk_mib" -gt 0 ]; then
+	dd if=/dev/zero of=/tmp/user-net-disk bs=1M count="$disk_mib" 2>/dev/null
+	chown 1000:1000 /tmp/user-net-disk
+	disk="-d /tmp/user-net-disk"
+fi
+
 # Two rules: the guest address left to DHCP, and given explicitly.
+# shellcheck disable=SC2086 # $disk is two words or none
 "$setpriv" --reuid=1000 --regid=1000 --clear-groups \
-	lkvm run --timeout 150 -k /l2/vmlinux -i /l2/user-net-initrd -m 256 \
+	"$@" lkvm run --timeout "$timeout" -k /l2/vmlinux -i /l2/user-net-initrd \
+	-m 256 $disk \
 	-n mode=user,hostfwd=tcp::8080-:80,hostfwd=tcp:127.0.0.1:2323-10.0.2.15:23 \
 	-p "console=ttyS0 quiet panic=-1 lkvm.run=/net/user-net-check.sh" \
 	>/tmp/user-net-out 2>&1 &
 pid=$!
+# (Under valgrind the process is named after the tool: then no facts.)
 i=0
-while [ "$(cat /proc/$pid/comm 2>/dev/null)" != lkvm ] && [ $i -lt 100 ]; do
+while [ "$(cat /proc/$pid/comm 2>/dev/null)" != lkvm ] && [ $i -lt 100 ] &&
+	[ $# = 0 ]; do
 	sleep 0.05
 	i=$((i + 1))
 done
