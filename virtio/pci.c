@@ -710,8 +710,12 @@ static void virtio_pci_cfg_write(struct pci_device *pdev, unsigned int offset,
 		return;
 	if (vp->bar_addr)
 		bus_unregister(bus, vp->bar_addr);
-	if (addr && bus_register(bus, addr, vp->bar_size, &vp->bar_dev))
+	/* on another device, or wrapping past 2^64: not decoded at all */
+	if (addr && bus_claim(bus, addr, vp->bar_size, &vp->bar_dev)) {
+		pr_debug("virtio-pci: 00:%02x.0: BAR at %#llx not decoded: it clashes",
+			 vp->slot, (unsigned long long)addr);
 		addr = 0;
+	}
 	move_ioeventfds(vp, addr);
 }
 
