@@ -498,10 +498,10 @@ static void case_bar_targets(void)
 
 /* ---- MSI-X ---- */
 
+/* Reads of whatever sectors 0.. hold: only the completions matter. */
 static void one_request(const char *what)
 {
 	if (queue_reqs(false, 0, 0))
-		/* sector 0.. hold whatever: only the status matters */
 		reap_reqs(what, true, 0, 0);
 }
 
