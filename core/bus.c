@@ -62,22 +62,26 @@ static int bus_grow(struct bus *bus)
 	return 0;
 }
 
-int bus_register(struct bus *bus, uint64_t base, uint64_t size,
-		 struct bus_dev *dev)
+static int bus_insert(struct bus *bus, uint64_t base, uint64_t size,
+		      struct bus_dev *dev, bool quiet)
 {
 	uint64_t end;
 	unsigned int i;
 	int ret = -1;
 
 	if (!size || u64_add_overflows(base, size, &end)) {
-		pr_err("%s: invalid range for %s", bus->name, dev->name);
+		if (!quiet)
+			pr_err("%s: invalid range for %s", bus->name,
+			       dev->name);
 		return -1;
 	}
 	pthread_rwlock_wrlock(&bus->lock);
 	i = bus_lower_bound(bus, base);
 	if (i < bus->nr_ranges && bus->ranges[i].base < end) {
-		pr_err("%s: %s at %#llx overlaps %s", bus->name, dev->name,
-		       (unsigned long long)base, bus->ranges[i].dev->name);
+		if (!quiet)
+			pr_err("%s: %s at %#llx overlaps %s", bus->name,
+			       dev->name, (unsigned long long)base,
+			       bus->ranges[i].dev->name);
 		goto out;
 	}
 	if (bus->nr_ranges == bus->capacity && bus_grow(bus)) {
@@ -95,6 +99,18 @@ int bus_register(struct bus *bus, uint64_t base, uint64_t size,
 out:
 	pthread_rwlock_unlock(&bus->lock);
 	return ret;
+}
+
+int bus_register(struct bus *bus, uint64_t base, uint64_t size,
+		 struct bus_dev *dev)
+{
+	return bus_insert(bus, base, size, dev, false);
+}
+
+int bus_claim(struct bus *bus, uint64_t base, uint64_t size,
+	      struct bus_dev *dev)
+{
+	return bus_insert(bus, base, size, dev, true);
 }
 
 void bus_unregister(struct bus *bus, uint64_t base)

@@ -213,8 +213,9 @@ static void mmio_write(struct bus_dev *dev, uint64_t offset, const void *data,
 		return;
 	}
 	if (offset == VIRTIO_MMIO_STATUS) {
-		virtio_set_status(m->vdev, val);
-		if (!val)
+		/* bits 8-31 are reserved: a low byte of 0 resets all of it */
+		virtio_set_status(m->vdev, (uint8_t)val);
+		if (!(uint8_t)val)
 			__atomic_store_n(&m->isr, 0, __ATOMIC_SEQ_CST);
 		return;
 	}

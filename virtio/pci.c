@@ -310,6 +310,20 @@ static void virtio_pci_reset(struct virtio_pci *vp)
 	pthread_mutex_unlock(&vp->intx_lock);
 }
 
+/*
+ * Status is one byte: a wider write (4.1.3.1 asks for the register's own
+ * width, a hostile driver need not) whose low byte is 0 resets the device,
+ * and then the transport too.
+ */
+static void pci_set_status(struct virtio_pci *vp, uint32_t val)
+{
+	uint8_t status = val;
+
+	virtio_set_status(vp->vdev, status);
+	if (!status)
+		virtio_pci_reset(vp);
+}
+
 /* ---- notify addresses and ioeventfds ---- */
 
 static uint64_t notify_addr(const struct virtio_pci *vp, unsigned int index)
@@ -434,9 +448,7 @@ static void common_write(struct virtio_pci *vp, unsigned int off, uint32_t val)
 
 	/* These take vdev->lock themselves. */
 	if (off == VIRTIO_PCI_COMMON_STATUS) {
-		virtio_set_status(vdev, val);
-		if (!val)
-			virtio_pci_reset(vp);
+		pci_set_status(vp, val);
 		return;
 	}
 	if (off == VIRTIO_PCI_COMMON_GF) {
@@ -605,9 +617,7 @@ static void legacy_write(struct virtio_pci *vp, uint64_t off, const void *data,
 	} else if (off == VIRTIO_PCI_QUEUE_NOTIFY) {
 		virtio_queue_notify(vp->vdev, v);
 	} else if (off == VIRTIO_PCI_STATUS) {
-		virtio_set_status(vp->vdev, v);
-		if (!v)
-			virtio_pci_reset(vp);
+		pci_set_status(vp, v);
 	} else if (off == VIRTIO_PCI_GUEST_FEATURES) {
 		virtio_set_guest_features(vp->vdev, 0, v);
 	} else {
@@ -710,8 +720,12 @@ static void virtio_pci_cfg_write(struct pci_device *pdev, unsigned int offset,
 		return;
 	if (vp->bar_addr)
 		bus_unregister(bus, vp->bar_addr);
-	if (addr && bus_register(bus, addr, vp->bar_size, &vp->bar_dev))
+	/* on another device, or wrapping past 2^64: not decoded at all */
+	if (addr && bus_claim(bus, addr, vp->bar_size, &vp->bar_dev)) {
+		pr_debug("virtio-pci: 00:%02x.0: BAR at %#llx not decoded: it clashes",
+			 vp->slot, (unsigned long long)addr);
 		addr = 0;
+	}
 	move_ioeventfds(vp, addr);
 }
 

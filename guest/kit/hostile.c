@@ -724,6 +724,71 @@ static void case_regs(void)
 	expect("a read after register garbage", ALLOW_OK);
 }
 
+static uint64_t read_width(uintptr_t a, unsigned int w)
+{
+	return w == 1 ? mmio_read8(a) : w == 2 ? mmio_read16(a) :
+	       w == 4 ? mmio_read32(a) : mmio_read64(a);
+}
+
+static void write_width(uintptr_t a, unsigned int w, uint64_t v)
+{
+	if (w == 1)
+		mmio_write8(a, v);
+	else if (w == 2)
+		mmio_write16(a, v);
+	else if (w == 4)
+		mmio_write32(a, v);
+	else
+		mmio_write64(a, v);
+}
+
+/*
+ * Every width at every offset of the registers and the first 256 bytes of
+ * config space: the complement of what it read, all ones, zero, then what
+ * it read. Status, QueueReady and the ring addresses pass through 0 and
+ * all ones on the way.
+ */
+static void case_regs_all(void)
+{
+	uint64_t cap = vio_config_read64(&dev, 0);
+	unsigned int off, w;
+
+	for (off = 0; off < 0x200; off++)
+		for (w = 1; w <= 8; w *= 2) {
+			uint64_t r = read_width(dev.base + off, w);
+
+			write_width(dev.base + off, w, ~r);
+			write_width(dev.base + off, w, ~0ULL);
+			write_width(dev.base + off, w, 0);
+			write_width(dev.base + off, w, r);
+		}
+	kit_check(vio_read(&dev, VIRTIO_MMIO_MAGIC_VALUE) == VIO_MMIO_MAGIC &&
+		  vio_config_read64(&dev, 0) == cap,
+		  "MagicValue or capacity changed");
+	kit_printf("512 offsets x 4 widths x 4 values\n");
+}
+
+/*
+ * Status with only reserved bits set, the low byte 0: the device resets,
+ * and InterruptStatus with it, as with a plain 0.
+ */
+static void case_status_wide(void)
+{
+	uint32_t isr;
+	uint8_t st;
+
+	std_chain();
+	submit(0, 1);
+	expect("a read", ALLOW_OK);
+	vio_write(&dev, VIRTIO_MMIO_STATUS, 0x100);
+	st = vio_status(&dev);
+	isr = vio_isr(&dev);
+	kit_printf("Status write of 0x100: Status %#x, InterruptStatus %#x\n",
+		   st, isr);
+	kit_check(st || !isr, "the device reset and kept InterruptStatus %#x",
+		  isr);
+}
+
 static void case_shm(void)
 {
 	uint32_t lo, hi;
@@ -817,6 +882,8 @@ static const struct hostile_case cases[] = {
 	{ "config_oob", case_config_oob, false },
 	{ "regs", case_regs, false },
 	{ "shm", case_shm, false },
+	{ "regs_all", case_regs_all, false },
+	{ "status_wide", case_status_wide, false },
 	{ "features", case_features, false },
 };
 

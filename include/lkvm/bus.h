@@ -55,6 +55,13 @@ void bus_exit(struct bus *bus);
 /* -1 (with a message) on overlap or allocation failure */
 int bus_register(struct bus *bus, uint64_t base, uint64_t size,
 		 struct bus_dev *dev);
+/*
+ * The same for a range the guest chose (a PCI BAR): it may put one on
+ * another device, or past the end of the address space, as often as it
+ * likes, so a refusal says nothing; -1 all the same.
+ */
+int bus_claim(struct bus *bus, uint64_t base, uint64_t size,
+	      struct bus_dev *dev);
 void bus_unregister(struct bus *bus, uint64_t base);
 /*
  * Returns true if a device claimed the access; otherwise reads return

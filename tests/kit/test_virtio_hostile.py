@@ -61,6 +61,8 @@ CASES = [
     "regs",                 # odd-width, read-only and unknown registers
     "shm",                  # SHMLen of a region that does not exist: -1
     "features",             # FEATURES_OK without VERSION_1 / with bit 50
+    "regs_all",             # every width at every offset of 0..0x1ff
+    "status_wide",          # Status 0x100: a reset, InterruptStatus too
 ]
 
 
