@@ -408,7 +408,7 @@ static void gen_discard_segs(struct gen *gn, struct mchain *c)
 static void corrupt(struct gen *gn, struct mchain *c)
 {
 	struct input *in = gn->in;
-	struct mbuf *b;
+	struct mbuf *b, *other;
 	uint8_t how;
 
 	if (!c->nr || take8(in) < 0xf0)
@@ -426,12 +426,18 @@ static void corrupt(struct gen *gn, struct mchain *c)
 		if (b->len > 1)
 			b->gpa = RAM_GPA + RAM_SIZE - b->len / 2;
 		break;
+	/*
+	 * Aliases stay inside what they alias: one that ran on over later
+	 * allocations could have the device rewrite a later chain's indirect
+	 * table, which the model takes as fixed.
+	 */
 	case 3:			/* the same memory as another buffer */
-		if (b->len <= RAM_SIZE / 2)
-			b->gpa = c->b[take8(in) % c->nr].gpa;
+		other = &c->b[take8(in) % c->nr];
+		if (b->len <= other->len)
+			b->gpa = other->gpa;
 		break;
 	case 4:			/* over an earlier request's status */
-		if (gn->last_status && b->len <= 16)
+		if (gn->last_status && b->len <= 1)
 			b->gpa = gn->last_status;
 		break;
 	default:		/* empty */
