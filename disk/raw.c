@@ -256,6 +256,8 @@ int disk_flush(struct disk *disk)
 
 int disk_discard(struct disk *disk, uint64_t offset, uint64_t len)
 {
+	if (!len)
+		return 0;
 	if (disk->is_block_device) {
 		uint64_t range[2] = { offset, len };
 
@@ -267,9 +269,36 @@ int disk_discard(struct disk *disk, uint64_t offset, uint64_t len)
 	return 0;
 }
 
+/* The last resort for file systems without ZERO_RANGE (tmpfs, memfd). */
+static int disk_write_zero_bytes(struct disk *disk, uint64_t offset,
+				 uint64_t len)
+{
+	static const uint8_t zeroes[64 * 1024];
+
+	while (len) {
+		size_t chunk = len < sizeof(zeroes) ? len : sizeof(zeroes);
+		ssize_t n = pwrite(disk->fd, zeroes, chunk, offset);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		offset += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * Zeroes read back whichever way the file system allows: a hole when the
+ * guest lets us unmap, else ZERO_RANGE (the blocks stay allocated), else
+ * plain writes of zeroes. A zero-length range is nothing to do.
+ */
 int disk_write_zeroes(struct disk *disk, uint64_t offset, uint64_t len,
 		      bool may_unmap)
 {
+	if (!len)
+		return 0;
 	if (disk->is_block_device) {
 		uint64_t range[2] = { offset, len };
 
@@ -281,5 +310,7 @@ int disk_write_zeroes(struct disk *disk, uint64_t offset, uint64_t len,
 	if (!fallocate(disk->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
 		       offset, len))
 		return 0;
-	return -errno;
+	if (errno != EOPNOTSUPP && errno != EINVAL)
+		return -errno;
+	return disk_write_zero_bytes(disk, offset, len);
 }

@@ -199,6 +199,7 @@ static uint8_t blk_discard(struct virtio_blk *blk, const struct virtq_chain *c,
 			   &seg, sizeof(seg));
 		bytes = (uint64_t)seg.num_sectors * BLK_SECTOR;
 		if (!blk_range_ok(blk, seg.sector, bytes) ||
+		    seg.num_sectors > BLK_MAX_DISCARD_SECTORS ||
 		    (!zeroes && seg.flags) || (seg.flags & ~1u))
 			return VIRTIO_BLK_S_UNSUPP;
 		ret = zeroes ? disk_write_zeroes(&blk->disk,
