@@ -234,6 +234,8 @@ static void net_reset(struct virtio_device *vdev)
 		pthread_mutex_lock(&q->lock);
 		net_watch_backend(p, false);
 		p->pending_len = 0;
+		/* What the last driver posted says nothing of the next. */
+		p->rx_estimate = NET_RX_ESTIMATE_START;
 		pthread_mutex_unlock(&q->lock);
 		q = net_pair_txq(p);
 		pthread_mutex_lock(&q->lock);
@@ -360,7 +362,7 @@ static int net_create_pairs(struct virtio_net *net, struct vm *vm,
 		net->pairs[i] = p;
 		p->net = net;
 		p->index = i;
-		p->rx_estimate = NET_HDR_LEN + 1514;	/* an Ethernet MTU */
+		p->rx_estimate = NET_RX_ESTIMATE_START;
 		p->fd = net->backend.fds[i];
 		p->backend_src = (struct io_source) {
 			.fd = p->fd, .handler = net_backend_readable, .opaque = p,

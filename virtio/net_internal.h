@@ -81,6 +81,7 @@ struct net_queue_pair {
 	bool tx_waiting;		/* TX stopped until the backend has room */
 	size_t pending_len;		/* a frame read but not delivered */
 	size_t rx_estimate;		/* bytes to have posted per frame */
+#define NET_RX_ESTIMATE_START	(NET_HDR_LEN + 1514)	/* an Ethernet MTU */
 	struct net_rx_batch batch;
 	uint64_t rx_bytes;		/* delivered into the driver's buffers */
 	uint64_t rx_dropped;		/* runts, no buffer could hold it */

@@ -855,7 +855,7 @@ static void phase_rx(struct input *in, struct dq *q)
 	struct net_queue_pair *p = g.net->pairs[0];
 
 	pthread_mutex_lock(&g.vdev->queues[q->index].lock);
-	p->rx_estimate = NET_HDR_LEN + 1514;	/* as new: inputs stay apart */
+	p->rx_estimate = NET_RX_ESTIMATE_START;	/* phases stay apart */
 	pthread_mutex_unlock(&g.vdev->queues[q->index].lock);
 	gen_frames(in, g.net->hdr_len);
 	gen_rx_chains(in, q, take8(in) % 12);
