@@ -138,6 +138,25 @@ static void test_bzimage_truncated(void **state)
 	free(img);
 }
 
+/*
+ * The 64-bit entry is 0x200 into the protected-mode code: a file that
+ * ends there has none, even with a setup part big enough for the header.
+ */
+static void test_bzimage_ends_before_entry(void **state)
+{
+	uint8_t *img = make_bzimage();
+	size_t setup = 8 * 512;
+	struct bzimage bz;
+
+	hdr_of(img)->setup_sects = 7;
+	hdr_of(img)->payload_offset = 0;
+	hdr_of(img)->payload_length = 0x100;
+	assert_int_equal(bzimage_parse(img, setup + 0x200, "t", &bz), -1);
+	assert_int_equal(bzimage_parse(img, setup + 0x201, "t", &bz), 0);
+	assert_int_equal(bz.kernel_size, 0x201);
+	free(img);
+}
+
 static void test_bzimage_setup_beyond_file(void **state)
 {
 	uint8_t *img = make_bzimage();
@@ -366,6 +385,7 @@ int main(void)
 		cmocka_unit_test(test_bzimage_no_64bit_entry),
 		cmocka_unit_test(test_bzimage_zimage),
 		cmocka_unit_test(test_bzimage_truncated),
+		cmocka_unit_test(test_bzimage_ends_before_entry),
 		cmocka_unit_test(test_bzimage_setup_beyond_file),
 		cmocka_unit_test(test_bzimage_payload_beyond_kernel),
 		cmocka_unit_test(test_bzimage_random_bytes),
