@@ -90,27 +90,41 @@ static void acpi_pm_write_cnt(struct acpi_pm *pm, uint16_t val)
 			     slp_typ);
 }
 
+/*
+ * A write changes the bytes it covers and no others, as in any register
+ * file: a byte written to PM1_EN's high half keeps its low half, a byte
+ * written to PM1_CNT's high half (SLP_TYP, SLP_EN) takes effect.
+ */
+static uint16_t pm_merge(uint16_t old, const uint8_t *regs,
+			 const uint8_t *mask)
+{
+	uint16_t val, m;
+
+	memcpy(&val, regs, 2);
+	memcpy(&m, mask, 2);
+	return (old & ~m) | (val & m);
+}
+
 static void acpi_pm_write(struct bus_dev *dev, uint64_t offset,
 			  const void *data, unsigned int len)
 {
 	struct acpi_pm *pm = dev->priv;
-	uint8_t regs[4] = { 0 };
-	uint16_t lo, hi;
+	uint8_t regs[4] = { 0 }, mask[4] = { 0 };
+	unsigned int n;
 
 	if (dev == &pm->tmr_dev || offset >= 4)
 		return;
-	memcpy(regs + offset, data, MIN(len, 4 - offset));
-	memcpy(&lo, regs, 2);
-	memcpy(&hi, regs + 2, 2);
+	n = MIN(len, 4 - offset);
+	memcpy(regs + offset, data, n);
+	memset(mask + offset, 0xff, n);
 	pthread_mutex_lock(&pm->lock);
 	if (dev == &pm->cnt_dev) {
-		if (offset == 0)
-			acpi_pm_write_cnt(pm, lo);
-	} else {
 		if (offset < 2)
-			pm->pm1_sts &= ~lo;	/* write 1 to clear */
-		if (offset + len > 2)
-			pm->pm1_en = hi;
+			acpi_pm_write_cnt(pm, pm_merge(pm->pm1_cnt, regs, mask));
+	} else {
+		/* write 1 to clear; bytes not written are zero in regs */
+		pm->pm1_sts &= ~pm_merge(0, regs, mask);
+		pm->pm1_en = pm_merge(pm->pm1_en, regs + 2, mask + 2);
 	}
 	pthread_mutex_unlock(&pm->lock);
 }

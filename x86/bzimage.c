@@ -87,6 +87,11 @@ int bzimage_parse(const void *data, size_t size, const char *path,
 		return -1;
 	bz->kernel = d + bz->setup_size;
 	bz->kernel_size = size - bz->setup_size;
+	if (bz->kernel_size <= ENTRY_64_OFFSET) {
+		pr_err("kernel '%s' is truncated (it ends before its 64-bit entry point)",
+		       path);
+		return -1;
+	}
 	bz->initrd_addr_max = HDR_FIELD(d, initrd_addr_max);
 	bz->cmdline_size = HDR_FIELD(d, cmdline_size);
 	bz->init_size = HDR_FIELD(d, init_size);

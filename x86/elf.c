@@ -155,6 +155,21 @@ static int elf_add_segment(struct elf_file *f, struct elf_kernel *elf,
 	return 0;
 }
 
+/* The entry must be code the file has: not beyond it, not in zeroed memory. */
+static bool elf_entry_loaded(const struct elf_kernel *elf)
+{
+	unsigned int i;
+
+	for (i = 0; i < elf->nr_segments; i++) {
+		const struct elf_segment *s = &elf->segments[i];
+
+		if (elf->pvh_entry >= s->paddr &&
+		    elf->pvh_entry - s->paddr < s->filesz)
+			return true;
+	}
+	return false;
+}
+
 int elf_parse_pvh(const void *data, size_t size, const char *path,
 		  struct elf_kernel *elf)
 {
@@ -182,6 +197,11 @@ int elf_parse_pvh(const void *data, size_t size, const char *path,
 	}
 	if (!elf->nr_segments) {
 		pr_err("kernel '%s' has no loadable segment", path);
+		return -1;
+	}
+	if (!elf_entry_loaded(elf)) {
+		pr_err("kernel '%s': the PVH entry point %#x is not in what a segment loads from the file",
+		       path, elf->pvh_entry);
 		return -1;
 	}
 	return 0;

@@ -138,6 +138,25 @@ static void test_bzimage_truncated(void **state)
 	free(img);
 }
 
+/*
+ * The 64-bit entry is 0x200 into the protected-mode code: a file that
+ * ends there has none, even with a setup part big enough for the header.
+ */
+static void test_bzimage_ends_before_entry(void **state)
+{
+	uint8_t *img = make_bzimage();
+	size_t setup = 8 * 512;
+	struct bzimage bz;
+
+	hdr_of(img)->setup_sects = 7;
+	hdr_of(img)->payload_offset = 0;
+	hdr_of(img)->payload_length = 0x100;
+	assert_int_equal(bzimage_parse(img, setup + 0x200, "t", &bz), -1);
+	assert_int_equal(bzimage_parse(img, setup + 0x201, "t", &bz), 0);
+	assert_int_equal(bz.kernel_size, 0x201);
+	free(img);
+}
+
 static void test_bzimage_setup_beyond_file(void **state)
 {
 	uint8_t *img = make_bzimage();
@@ -197,7 +216,7 @@ static struct test_elf *make_elf(void)
 	e->nh = (Elf64_Nhdr) { .n_namesz = 4, .n_descsz = 4,
 			       .n_type = XEN_ELFNOTE_PHYS32_ENTRY };
 	memcpy(e->name, "Xen", 4);
-	e->entry = 0x100040;
+	e->entry = 0x100020;
 	return e;
 }
 
@@ -208,7 +227,7 @@ static void test_elf_pvh_ok(void **state)
 
 	assert_true(elf_is_elf(e, sizeof(*e)));
 	assert_int_equal(elf_parse_pvh(e, sizeof(*e), "t", &k), 0);
-	assert_int_equal(k.pvh_entry, 0x100040);
+	assert_int_equal(k.pvh_entry, 0x100020);
 	assert_int_equal(k.nr_segments, 1);
 	assert_int_equal(k.segments[0].paddr, 0x100000);
 	assert_int_equal(k.segments[0].memsz, 4096);
@@ -276,6 +295,21 @@ static void test_elf_wrong_machine(void **state)
 	struct test_elf *e = make_elf();
 
 	e->eh.e_machine = EM_AARCH64;
+	expect_elf_error(e, sizeof(*e));
+}
+
+/* Past the segments, or in the zeroed part of one: not the file's code. */
+static void test_elf_entry_not_loaded(void **state)
+{
+	struct test_elf *e = make_elf();
+
+	e->entry = 0x200000;
+	expect_elf_error(e, sizeof(*e));
+	e = make_elf();
+	e->entry = 0x100040;		/* p_filesz is 64 */
+	expect_elf_error(e, sizeof(*e));
+	e = make_elf();
+	e->entry = 0xfffff;
 	expect_elf_error(e, sizeof(*e));
 }
 
@@ -351,6 +385,7 @@ int main(void)
 		cmocka_unit_test(test_bzimage_no_64bit_entry),
 		cmocka_unit_test(test_bzimage_zimage),
 		cmocka_unit_test(test_bzimage_truncated),
+		cmocka_unit_test(test_bzimage_ends_before_entry),
 		cmocka_unit_test(test_bzimage_setup_beyond_file),
 		cmocka_unit_test(test_bzimage_payload_beyond_kernel),
 		cmocka_unit_test(test_bzimage_random_bytes),
@@ -362,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_elf_filesz_above_memsz),
 		cmocka_unit_test(test_elf_phdrs_beyond_file),
 		cmocka_unit_test(test_elf_wrong_machine),
+		cmocka_unit_test(test_elf_entry_not_loaded),
 		cmocka_unit_test(test_elf_truncated),
 		cmocka_unit_test(test_memory_map_small),
 		cmocka_unit_test(test_memory_map_above_4g),
