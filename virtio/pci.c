@@ -310,6 +310,17 @@ static void virtio_pci_reset(struct virtio_pci *vp)
 	pthread_mutex_unlock(&vp->intx_lock);
 }
 
+/*
+ * The status register is one byte: a wider write's upper bytes are not
+ * part of it, and a 0 in it resets the device and the transport alike.
+ */
+static void pci_set_status(struct virtio_pci *vp, uint8_t status)
+{
+	virtio_set_status(vp->vdev, status);
+	if (!status)
+		virtio_pci_reset(vp);
+}
+
 /* ---- notify addresses and ioeventfds ---- */
 
 static uint64_t notify_addr(const struct virtio_pci *vp, unsigned int index)
@@ -434,9 +445,7 @@ static void common_write(struct virtio_pci *vp, unsigned int off, uint32_t val)
 
 	/* These take vdev->lock themselves. */
 	if (off == VIRTIO_PCI_COMMON_STATUS) {
-		virtio_set_status(vdev, val);
-		if (!val)
-			virtio_pci_reset(vp);
+		pci_set_status(vp, val);
 		return;
 	}
 	if (off == VIRTIO_PCI_COMMON_GF) {
@@ -605,9 +614,7 @@ static void legacy_write(struct virtio_pci *vp, uint64_t off, const void *data,
 	} else if (off == VIRTIO_PCI_QUEUE_NOTIFY) {
 		virtio_queue_notify(vp->vdev, v);
 	} else if (off == VIRTIO_PCI_STATUS) {
-		virtio_set_status(vp->vdev, v);
-		if (!v)
-			virtio_pci_reset(vp);
+		pci_set_status(vp, v);
 	} else if (off == VIRTIO_PCI_GUEST_FEATURES) {
 		virtio_set_guest_features(vp->vdev, 0, v);
 	} else {
