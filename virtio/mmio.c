@@ -212,10 +212,15 @@ static void mmio_write(struct bus_dev *dev, uint64_t offset, const void *data,
 		virtio_queue_notify(m->vdev, val);
 		return;
 	}
+	/*
+	 * Only the low byte is the status (the rest is reserved): a 0 there
+	 * resets the device, and the interrupt status with it.
+	 */
 	if (offset == VIRTIO_MMIO_STATUS) {
-		/* bits 8-31 are reserved: a low byte of 0 resets all of it */
-		virtio_set_status(m->vdev, (uint8_t)val);
-		if (!(uint8_t)val)
+		uint8_t status = val;
+
+		virtio_set_status(m->vdev, status);
+		if (!status)
 			__atomic_store_n(&m->isr, 0, __ATOMIC_SEQ_CST);
 		return;
 	}

@@ -311,14 +311,11 @@ static void virtio_pci_reset(struct virtio_pci *vp)
 }
 
 /*
- * Status is one byte: a wider write (4.1.3.1 asks for the register's own
- * width, a hostile driver need not) whose low byte is 0 resets the device,
- * and then the transport too.
+ * The status register is one byte: a wider write's upper bytes are not
+ * part of it, and a 0 in it resets the device and the transport alike.
  */
-static void pci_set_status(struct virtio_pci *vp, uint32_t val)
+static void pci_set_status(struct virtio_pci *vp, uint8_t status)
 {
-	uint8_t status = val;
-
 	virtio_set_status(vp->vdev, status);
 	if (!status)
 		virtio_pci_reset(vp);

@@ -215,6 +215,26 @@ static void test_mmio_status_rules(void **state)
 	log_threshold = LOG_WARN;
 }
 
+/*
+ * The status is the register's low byte: a write whose low byte is 0
+ * resets the device, and the interrupt status must go with it (found by
+ * fuzz_mmio: a write of 0x100 reset the device but kept the ISR).
+ */
+static void test_mmio_wide_status_write_resets_all(void **state)
+{
+	struct fixture *f = *state;
+
+	log_threshold = LOG_SILENT;
+	mmio_wr(f, VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE);
+	virtio_device_broken(&f->vdev, NULL, "test");
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_INTERRUPT_STATUS),
+			 VIRTIO_MMIO_INT_CONFIG);
+	mmio_wr(f, VIRTIO_MMIO_STATUS, 0x100);
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_STATUS), 0);
+	assert_int_equal(mmio_rd(f, VIRTIO_MMIO_INTERRUPT_STATUS), 0);
+	log_threshold = LOG_WARN;
+}
+
 static void test_mmio_queue_registers(void **state)
 {
 	struct fixture *f = *state;
@@ -433,6 +453,31 @@ static void test_pci_intx_follows_the_isr(void **state)
 	assert_false(cfg_rd(f, 1, 0x04) >> 16 & 0x08);
 }
 
+/*
+ * A 4-byte write at the 1-byte device status whose low byte is 0 resets
+ * the device; the transport's interrupt state (ISR, INTx line, config
+ * vector) must be reset with it (found by fuzz_virtio_pci).
+ */
+static void test_pci_wide_status_write_resets_all(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t bar = cfg_rd(f, 1, 0x20) & ~0xfULL;
+	unsigned int gsi = cfg_rd(f, 1, 0x3c) & 0xff;
+	uint16_t vector = 0;
+
+	common_wr(f, bar, VIRTIO_PCI_COMMON_STATUS, 1, 1);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_MSIX, 0, 2);
+	f->vdev.transport->signal_queue(&f->vdev, &f->vdev.queues[0]);
+	assert_int_equal(f->fake.irq_level[gsi], 1);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_STATUS, 0x3000, 4);
+	assert_int_equal(f->vdev.status, 0);
+	assert_int_equal(f->fake.irq_level[gsi], 0);
+	assert_false(cfg_rd(f, 1, 0x04) >> 16 & 0x08);
+	bus_access(&f->fake.vm.mmio, bar + VIRTIO_PCI_COMMON_MSIX, &vector, 2,
+		   false);
+	assert_int_equal(vector, VIRTIO_MSI_NO_VECTOR);
+}
+
 /* Two slots share a line: one lowering its share leaves the other's. */
 static void test_shared_intx_line(void **state)
 {
@@ -477,6 +522,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mmio_identity, setup_mmio, teardown),
 		cmocka_unit_test_setup_teardown(test_mmio_features, setup_mmio, teardown),
 		cmocka_unit_test_setup_teardown(test_mmio_status_rules, setup_mmio, teardown),
+		cmocka_unit_test_setup_teardown(test_mmio_wide_status_write_resets_all, setup_mmio, teardown),
 		cmocka_unit_test_setup_teardown(test_mmio_queue_registers, setup_mmio, teardown),
 		cmocka_unit_test_setup_teardown(test_mmio_live_queue_and_notify, setup_mmio, teardown),
 		cmocka_unit_test_setup_teardown(test_mmio_config_space, setup_mmio, teardown),
@@ -484,6 +530,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pci_bar_moves_with_the_guest, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_notify_follows_the_bar, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_intx_follows_the_isr, setup_pci, teardown),
+		cmocka_unit_test_setup_teardown(test_pci_wide_status_write_resets_all, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_intx_line, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_msix_table, setup_pci, teardown),
 	};
