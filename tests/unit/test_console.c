@@ -135,6 +135,23 @@ static size_t fill_until_busy(struct child *c, uint8_t *next)
 	return sent;
 }
 
+/*
+ * Fills the queue and, behind it, the pipe: the writer may lag behind a
+ * fast sender, so the transmitter turning busy only says the queue is
+ * full. Only when it stays busy while the writer has had time to move
+ * bytes on is the pipe full too.
+ */
+static size_t fill_until_stuck(struct child *c, uint8_t *next)
+{
+	size_t sent = 0;
+
+	do {
+		sent += fill_until_busy(c, next);
+		sleep_ms(200);
+	} while (sent < PLENTY && (port_read(c, LSR) & LSR_THRE));
+	return sent;
+}
+
 /* Reads the pipe dry, checking the byte sequence continues unbroken. */
 static size_t drain(struct child *c, uint8_t *expect)
 {
@@ -160,7 +177,7 @@ static void stalled_reader_body(struct child *c)
 	int i;
 
 	port_write(c, IER, IER_THRI);
-	sent = fill_until_busy(c, &next);
+	sent = fill_until_stuck(c, &next);
 	/* Busy only once both the queue and the pipe are full. */
 	CHILD_CHECK(sent >= 64 * 1024 && sent < PLENTY);
 	CHILD_CHECK(!(port_read(c, LSR) & LSR_THRE));
@@ -198,7 +215,7 @@ static void overrun_body(struct child *c)
 	size_t sent, queued;
 	int i;
 
-	sent = fill_until_busy(c, &next);
+	sent = fill_until_stuck(c, &next);
 	/* A driver that ignores THRE loses what it sends, counted. */
 	for (i = 0; i < 100; i++)
 		port_write(c, THR, 'x');
@@ -229,7 +246,7 @@ static void nonblocking_body(struct child *c)
 	double cpu0;
 	int i;
 
-	sent = fill_until_busy(c, &next);
+	sent = fill_until_stuck(c, &next);
 	/* The writer meets EAGAIN now: it must wait, not spin. */
 	cpu0 = cpu_ms();
 	sleep_ms(300);
