@@ -1540,6 +1540,71 @@ static void case_rx_readonly(void)
 		  "the device wrote into a device-readable buffer");
 }
 
+/*
+ * Good and bad receive buffers in one batch, [good, read-only, good,
+ * good], with three frames coming: each good buffer gets the next frame in
+ * ring order, whole; the bad one comes back empty and unwritten; no head
+ * is used twice and none is lost.
+ */
+static void case_rx_interleaved(void)
+{
+	enum { N = 4, BAD = 1 };
+	uint8_t *mem = kit_zalloc(N * RXSIZE);
+	int head[N];
+	bool seen[N] = { false };
+	unsigned int i, got = 0, frames = 0;
+
+	if (!kit_check(mem, "heap"))
+		return;
+	memset(mem + BAD * RXSIZE, 0xa5, RXSIZE);
+	for (i = 0; i < N; i++) {
+		struct vio_buf b = { (uintptr_t)mem + i * RXSIZE, RXSIZE,
+				     i != BAD };
+
+		head[i] = vio_add(&rxq[0], &b, 1, false);
+	}
+	vio_kick(&rxq[0]);
+	for (i = 0; i < N - 1; i++)
+		inj_add(mac, i, true, 0);
+	send_request();
+	nr_inj = 0;
+	phase++;
+	while (got < N) {
+		uint32_t id = ~0u, len = 0;
+		unsigned int j;
+		uint8_t *f;
+
+		if (!kit_check(vio_wait_used(&rxq[0], WAIT_US, true, &id, &len) ==
+			       VIO_WAIT_USED,
+			       "interleaved: %u of %u buffers came back", got, N))
+			return;
+		for (j = 0; j < N && head[j] != (int)id; j++)
+			;
+		if (!kit_check(j < N && !seen[j],
+			       "interleaved: head %u unknown or used twice", id))
+			return;
+		seen[j] = true;
+		got++;
+		f = mem + j * RXSIZE;
+		if (j == BAD) {
+			kit_check(len == 0 && f[0] == 0xa5 && f[RXSIZE - 1] == 0xa5,
+				  "interleaved: the read-only buffer used with len %u or written",
+				  len);
+			continue;
+		}
+		/* the good buffers take the frames in ring order */
+		kit_check(len == HDR_LEN + RX_FRAME_LEN &&
+			  get_le32(f + HDR_LEN + UDP_HDRS) == RX_MAGIC &&
+			  f[HDR_LEN + RX_FRAME_LEN - 1] ==
+			  rx_pattern(phase - 1, frames, frames, RX_PATTERN - 1),
+			  "interleaved: buffer %u (len %u) does not hold frame %u",
+			  j, len, frames);
+		frames++;
+	}
+	kit_printf("interleaved: %u frames in the good buffers, the bad one given back empty\n",
+		   frames);
+}
+
 static void case_ctrl_readable_ack(void)
 {
 	/* the ack buffer device-readable: nowhere to answer */
@@ -1594,6 +1659,7 @@ static const struct hostile_case cases[] = {
 	{ "h_rx_tiny", case_rx_tiny, true },
 	{ "h_rx_readonly", case_rx_readonly, false },
 	{ "h_rx_mixed", case_rx_mixed, false },
+	{ "h_rx_interleaved", case_rx_interleaved, false },
 	{ "h_ctrl_readable_ack", case_ctrl_readable_ack, false },
 };
 

@@ -298,6 +298,8 @@ HOSTILE = {
     "h_rx_tiny": None,
     "h_rx_readonly": {"rx_bad_buffers": 1},
     "h_rx_mixed": {"rx_bad_buffers": 1},
+    # [good, read-only, good, good] with three frames: all three land
+    "h_rx_interleaved": {"rx_bad_buffers": 1},
     "h_ctrl_readable_ack": {},
 }
 
@@ -317,6 +319,8 @@ def test_net_hostile(netns, tmp_path, case, expect):
     r, h = run_netctrl(netns, tmp_path, case)
     assert f"case {case} " in r.out, r
     assert "recovered: traffic after reset ok" in r.out, r
+    if case == "h_rx_interleaved":
+        assert "interleaved: 3 frames in the good buffers" in r.out, r
     assert r.rc == 0 and "PASS: netctrl" in r.out, r
     # at most one warning (NEEDS_RESET is said once), nothing else
     lines = r.err_lines()
