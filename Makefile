@@ -23,11 +23,6 @@ LDLIBS	+= -lseccomp -lpthread
 # <sys/syscall.h>, so they are the build's own architecture's.
 GEN_DIR	:= build/gen
 CFLAGS	+= -I$(GEN_DIR)
-$(GEN_DIR)/syscall_names.h:
-	@mkdir -p $(dir $@)
-	echo '#include <sys/syscall.h>' | $(CC) -dM -E - | \
-		sed -n 's/^#define __NR_\([a-z0-9_]*\) \([0-9][0-9]*\)$$/[\2] = "\1",/p' \
-		> $@.tmp && mv $@.tmp $@
 
 # libslirp (-n user) exists as a shared library only. lkvm does not link
 # it: net/slirp_lib.c loads it (and glib with it) when a -n user card is
@@ -59,7 +54,6 @@ LIB_OBJS := $(addprefix $(BUILD)/,$(LIB_SRCS:.c=.o))
 $(BUILD)/net/slirp.o $(BUILD)/net/slirp_lib.o: CFLAGS += $(SLIRP_CFLAGS)
 $(BUILD)/net/backend.o: CFLAGS += -DCONFIG_SLIRP
 LIBLKVM  := $(BUILD)/liblkvm.a
-$(BUILD)/core/seccomp.o: $(GEN_DIR)/syscall_names.h
 
 ALL_TARGETS	:= $(LKVM_BIN)
 CHECK_TARGETS	:=
@@ -90,6 +84,13 @@ $(BUILD)/static/%.o: %.c
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/core/seccomp.o: $(GEN_DIR)/syscall_names.h
+$(GEN_DIR)/syscall_names.h:
+	@mkdir -p $(dir $@)
+	echo '#include <sys/syscall.h>' | $(CC) -dM -E - | \
+		sed -n 's/^#define __NR_\([a-z0-9_]*\) \([0-9][0-9]*\)$$/[\2] = "\1",/p' \
+		> $@.tmp && mv $@.tmp $@
 
 -include $(sort $(wildcard guest/*/*.mk guest/*/*/*.mk tests/*/*.mk))
 

@@ -157,15 +157,18 @@ static const struct sc_rule slirp_rules[] = {
 #ifdef LKVM_SANITIZED
 /*
  * ASan/LSan builds only: the leak check at exit stops the world from a
- * tracer thread (clone, prctl(PR_SET_PTRACER), ptrace, wait4, the
- * /proc/self/task listing) and reads /proc/self/maps; a report does the
- * same and symbolizes from the binary's own file.
+ * tracer (clone, prctl(PR_SET_PTRACER), ptrace, wait4, the /proc/self/task
+ * listing) and reads /proc/self/maps; a report does the same and
+ * symbolizes from the binary's own file. The runtime makes raw syscalls:
+ * open and getdents, not glibc's openat and getdents64. Its tracer blocks
+ * every signal, so a call missing here kills it silently and the exit
+ * then waits for it for ever.
  */
 static const struct sc_rule sanitizer_rules[] = {
 	ALLOW(clone), ALLOW(ptrace), ALLOW(wait4), ALLOW(prctl),
-	ALLOW(getdents64), ALLOW(openat), ALLOW(newfstatat), ALLOW(fstat),
-	ALLOW(lseek), ALLOW(readlink), ALLOW(pread64), ALLOW(sigaltstack),
-	ALLOW(rt_sigaction), ALLOW(getppid), ALLOW(kill),
+	ALLOW(open), ALLOW(getdents), ALLOW(getdents64), ALLOW(newfstatat),
+	ALLOW(fstat), ALLOW(lseek), ALLOW(readlink), ALLOW(pread64),
+	ALLOW(sigaltstack), ALLOW(rt_sigaction), ALLOW(getppid), ALLOW(kill),
 	ALLOW(sched_getaffinity),
 };
 #endif
