@@ -33,6 +33,18 @@ def seccomp_by_thread(pid):
     return found
 
 
+def settled(pid, want, wait_s=10):
+    """The threads' state once it is want, or as it is after wait_s: the
+    guest may print before every thread has named (and confined) itself,
+    the main thread last."""
+    deadline = time.monotonic() + wait_s
+    threads = seccomp_by_thread(pid)
+    while threads != want and time.monotonic() < deadline:
+        time.sleep(0.1)
+        threads = seccomp_by_thread(pid)
+    return threads
+
+
 def hanging_vm(tmp_path, *extra):
     img = tmp_path / "disk.img"
     img.write_bytes(bytes(4096))
@@ -63,22 +75,24 @@ def stop(proc):
 
 
 def test_every_thread_has_its_own_filter(tmp_path):
+    want = {name: (2, 1) for name in THREADS}
     proc = hanging_vm(tmp_path)
     try:
-        threads = seccomp_by_thread(proc.pid)
+        threads = settled(proc.pid, want)
     finally:
         err = stop(proc)
-    assert threads == {name: (2, 1) for name in THREADS}, threads
+    assert threads == want, threads
     # the main loop, confined, still takes SIGTERM and tears down
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "seccomp" not in err, err
 
 
 def test_no_seccomp_runs_unconfined(tmp_path):
+    want = {name: (0, 0) for name in THREADS}
     proc = hanging_vm(tmp_path, "--no-seccomp")
     try:
-        threads = seccomp_by_thread(proc.pid)
+        threads = settled(proc.pid, want)
     finally:
         err = stop(proc)
-    assert threads == {name: (0, 0) for name in THREADS}, threads
+    assert threads == want, threads
     assert proc.returncode == 128 + signal.SIGTERM, err
