@@ -16,7 +16,13 @@ CFLAGS	?= -O2 -g
 CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 	   -D_GNU_SOURCE -Iinclude -MMD -MP
 LDFLAGS	?=
-LDLIBS	+= -lpthread
+LDLIBS	+= -lseccomp -lpthread
+
+# The host's syscall names by number, for the seccomp death message (its
+# SIGSYS handler cannot ask libseccomp, which allocates): made from
+# <sys/syscall.h>, so they are the build's own architecture's.
+GEN_DIR	:= build/gen
+CFLAGS	+= -I$(GEN_DIR)
 
 # libslirp (-n user) exists as a shared library only. lkvm does not link
 # it: net/slirp_lib.c loads it (and glib with it) when a -n user card is
@@ -78,6 +84,13 @@ $(BUILD)/static/%.o: %.c
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/core/seccomp.o: $(GEN_DIR)/syscall_names.h
+$(GEN_DIR)/syscall_names.h:
+	@mkdir -p $(dir $@)
+	echo '#include <sys/syscall.h>' | $(CC) -dM -E - | \
+		sed -n 's/^#define __NR_\([a-z0-9_]*\) \([0-9][0-9]*\)$$/[\2] = "\1",/p' \
+		> $@.tmp && mv $@.tmp $@
 
 -include $(sort $(wildcard guest/*/*.mk guest/*/*/*.mk tests/*/*.mk))
 

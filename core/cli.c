@@ -27,6 +27,7 @@ enum {
 	OPT_MMIO_CMDLINE,
 	OPT_POLL,
 	OPT_IOTHREADS,
+	OPT_NO_SECCOMP,
 };
 
 static const struct option run_options[] = {
@@ -48,6 +49,7 @@ static const struct option run_options[] = {
 	{ "mmio-cmdline", no_argument,	   NULL, OPT_MMIO_CMDLINE },
 	{ "poll",	required_argument, NULL, OPT_POLL },
 	{ "iothreads",	required_argument, NULL, OPT_IOTHREADS },
+	{ "no-seccomp",	no_argument,	   NULL, OPT_NO_SECCOMP },
 	{ "verbose",	no_argument,	   NULL, 'v' },
 	{ "quiet",	no_argument,	   NULL, 'q' },
 	{ "help",	no_argument,	   NULL, 'h' },
@@ -110,8 +112,10 @@ void cli_usage_run(void)
 "      --console serial  console device (the 8250 UART on COM1, ttyS0)\n"
 "      --timeout SECONDS stop the guest after SECONDS and exit 124\n"
 "      --stats FILE      write run statistics as JSON to FILE (- = stderr)\n"
-"      --reboot          when the guest reboots, start it again (lkvm\n"
-"                        re-executes itself; --timeout covers all boots)\n"
+"      --reboot          when the guest reboots, start it again (each boot\n"
+"                        in a fresh child process; --timeout covers all)\n"
+"      --no-seccomp      run without the seccomp filters that confine each\n"
+"                        thread (vCPU, I/O, slirp, main) to its syscalls\n"
 "  -v, --verbose         more messages (repeat for debug)\n"
 "  -q, --quiet           errors only\n"
 "  -h, --help            this text\n"
@@ -127,6 +131,8 @@ void cli_usage_run(void)
 "  3     the guest asked to reboot (without --reboot)\n"
 "  4     the guest panicked (reported through pvpanic, port 0x505)\n"
 "  124   --timeout expired\n"
+"  159   a thread made a syscall its seccomp filter forbids (stderr\n"
+"        names the thread class and the syscall; see --no-seccomp)\n"
 "  128+N lkvm was stopped by signal N\n",
 	DEFAULT_MEM_MIB, MIN_MEM_MIB, LKVM_MAX_CPUS, LKVM_MAX_DISKS,
 	LKVM_MAX_NICS, VIRTIO_POLL_DEFAULT_START_RATE,
@@ -235,6 +241,7 @@ static int parse_option(int opt, struct vm_config *cfg)
 	case OPT_STATS: cfg->stats_path = optarg; return 0;
 	case OPT_REBOOT: cfg->reboot = true; return 0;
 	case OPT_NO_IOEVENTFD: cfg->no_ioeventfd = true; return 0;
+	case OPT_NO_SECCOMP: cfg->no_seccomp = true; return 0;
 	case OPT_MMIO_CMDLINE: cfg->mmio_cmdline = true; return 0;
 	case 'd':
 		if (cfg->nr_disks == LKVM_MAX_DISKS) {

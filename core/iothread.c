@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "lkvm/iothread.h"
+#include "lkvm/seccomp.h"
 #include "lkvm/util.h"
 #include "lkvm/vm.h"
 
@@ -241,6 +242,11 @@ static void *iothread_loop(void *arg)
 	struct epoll_event ev[IOTHREAD_MAX_EVENTS];
 
 	pthread_setname_np(pthread_self(), t->name);
+	if (seccomp_confine(SECCOMP_IO)) {
+		vm_request_exit(t->vm, EXIT_VMM_ERROR,
+				"%s: cannot confine its thread", t->name);
+		return NULL;
+	}
 	t->self = pthread_self();
 	__atomic_store_n(&t->self_set, true, __ATOMIC_RELEASE);
 	while (!t->stopping) {

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /* lkvm's entry: subcommand dispatch. */
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lkvm/arch.h"
@@ -15,50 +18,83 @@
 #endif
 
 /*
- * A guest reboot with --reboot starts the whole VMM again: a fresh process
- * is the surest way to give the guest a machine in its power-on state.
+ * A guest reboot with --reboot starts the VM again in a fresh process: the
+ * surest way to give the guest a machine in its power-on state. The
+ * process that runs a VM is confined by seccomp, and filters outlive
+ * execve(), so it cannot start the next one itself: a parent that never
+ * touches KVM runs each boot in a child of its own and waits for it,
+ * passing on the signals that end a VM.
  */
-#define DEADLINE_ENV	"LKVM_REBOOT_DEADLINE_MS"
-
-/* --timeout covers all boots: a rebooted lkvm inherits the deadline. */
-static void set_deadline(struct vm_config *cfg)
+static int run_boot(const struct vm_config *cfg, bool *reboot)
 {
-	const char *inherited = getenv(DEADLINE_ENV);
+	sigset_t fwd, old;
+	siginfo_t si;
+	int status, pfd[2];
+	pid_t pid;
+	char c;
 
-	if (!cfg->timeout_s)
-		return;
-	if (inherited && cfg->reboot)
-		cfg->deadline_ms = strtod(inherited, NULL);
-	else
-		cfg->deadline_ms = now_ms() + cfg->timeout_s * 1e3;
+	sigemptyset(&fwd);
+	sigaddset(&fwd, SIGINT);
+	sigaddset(&fwd, SIGTERM);
+	sigaddset(&fwd, SIGHUP);
+	sigaddset(&fwd, SIGQUIT);
+	sigaddset(&fwd, SIGCHLD);
+	if (pipe2(pfd, O_CLOEXEC)) {
+		pr_err("pipe: %m");
+		return EXIT_VMM_ERROR;
+	}
+	sigprocmask(SIG_BLOCK, &fwd, &old);
+	pid = fork();
+	if (pid == 0) {
+		close(pfd[0]);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		status = vm_run(cfg, reboot);
+		/* the exit status alone is the guest's to choose: 3 is ambiguous */
+		if (*reboot && write(pfd[1], "r", 1) != 1)
+			pr_err("cannot ask for the reboot: %m");
+		exit(status);
+	}
+	close(pfd[1]);
+	if (pid < 0) {
+		pr_err("fork: %m");
+		status = EXIT_VMM_ERROR << 8;
+	}
+	while (pid > 0 && waitpid(pid, &status, WNOHANG) == 0)
+		if (sigwaitinfo(&fwd, &si) > 0 && si.si_signo != SIGCHLD)
+			kill(pid, si.si_signo);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	*reboot = read(pfd[0], &c, 1) == 1;
+	close(pfd[0]);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
 }
 
-static int run_with_reboot(struct vm_config *cfg, char **argv)
+static int run_with_reboot(struct vm_config *cfg)
 {
-	char deadline[32];
 	bool reboot;
 	int code;
 
-	set_deadline(cfg);
-	code = vm_run(cfg, &reboot);
-	/*
-	 * A guest that reboots before the main loop ever looks at the clock
-	 * would otherwise be started again for ever.
-	 */
-	if (reboot && cfg->reboot && cfg->deadline_ms &&
-	    now_ms() >= cfg->deadline_ms) {
-		pr_warn("timeout: stopped after %u s (exit status %d)",
-			cfg->timeout_s, EXIT_TIMEOUT);
-		return EXIT_TIMEOUT;
-	}
-	if (reboot && cfg->reboot) {
+	/* --timeout covers all boots */
+	if (cfg->timeout_s)
+		cfg->deadline_ms = now_ms() + cfg->timeout_s * 1e3;
+	if (!cfg->reboot)
+		return vm_run(cfg, &reboot);
+	for (;;) {
+		code = run_boot(cfg, &reboot);
+		if (!reboot)
+			return code;
+		/*
+		 * A guest that reboots before the main loop ever looks at the
+		 * clock would otherwise be started again for ever.
+		 */
+		if (cfg->deadline_ms && now_ms() >= cfg->deadline_ms) {
+			pr_warn("timeout: stopped after %u s (exit status %d)",
+				cfg->timeout_s, EXIT_TIMEOUT);
+			return EXIT_TIMEOUT;
+		}
 		pr_info("guest rebooted: starting it again");
-		snprintf(deadline, sizeof(deadline), "%.3f", cfg->deadline_ms);
-		setenv(DEADLINE_ENV, deadline, 1);
-		execv("/proc/self/exe", argv);
-		pr_err("cannot restart lkvm for the reboot: %m");
 	}
-	return code;
 }
 
 static void usage(void)
@@ -115,7 +151,7 @@ int main(int argc, char **argv)
 		case CLI_ERROR:
 			return EXIT_VMM_ERROR;
 		case CLI_OK:
-			return run_with_reboot(&cfg, argv);
+			return run_with_reboot(&cfg);
 		}
 	}
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {

@@ -18,6 +18,7 @@
 #include "lkvm/devices.h"
 #include "lkvm/inputs.h"
 #include "lkvm/irq.h"
+#include "lkvm/seccomp.h"
 #include "lkvm/stats.h"
 #include "lkvm/util.h"
 #include "lkvm/vm.h"
@@ -152,6 +153,9 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 	int sfd, code;
 
 	*reboot = false;
+	/* before the first thread: the slirp thread starts with its input */
+	if (!cfg->no_seccomp && seccomp_prepare())
+		return EXIT_VMM_ERROR;
 	/* Everything the user gave is checked before /dev/kvm is opened. */
 	if (vm_inputs_open(&in, cfg)) {
 		vm_inputs_close(&in);
@@ -171,6 +175,9 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 	console_init();
 	if (vcpus_start(&vm)) {
 		vm_request_exit(&vm, EXIT_VMM_ERROR, "cannot start the vCPUs");
+	} else if (seccomp_confine(SECCOMP_MAIN)) {
+		/* last: a thread it started would inherit its filter */
+		vm_request_exit(&vm, EXIT_VMM_ERROR, "cannot confine lkvm");
 	} else {
 		main_loop(&vm, sfd);
 	}

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "lkvm/arch.h"
+#include "lkvm/seccomp.h"
 #include "lkvm/util.h"
 #include "lkvm/vm.h"
 
@@ -199,6 +200,11 @@ static void *vcpu_thread(void *arg)
 
 	snprintf(name, sizeof(name), "vcpu%u", vcpu->id);
 	pthread_setname_np(pthread_self(), name);
+	if (seccomp_confine(SECCOMP_VCPU)) {
+		vm_request_exit(vcpu->vm, EXIT_VMM_ERROR,
+				"vCPU %u: cannot confine its thread", vcpu->id);
+		return NULL;
+	}
 	while (!__atomic_load_n(&vcpu->run->immediate_exit, __ATOMIC_ACQUIRE)) {
 		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {

@@ -38,6 +38,7 @@
 #include "slirp_lib.h"
 
 #include "lkvm/net.h"
+#include "lkvm/seccomp.h"
 #include "lkvm/util.h"
 
 #define SLIRP_HDR_MAX		12	/* virtio_net_hdr_mrg_rxbuf */
@@ -388,6 +389,10 @@ static void *slirp_thread(void *arg)
 	struct slirp_net *sn = arg;
 
 	pthread_setname_np(pthread_self(), "slirp");
+	if (seccomp_confine(SECCOMP_SLIRP)) {
+		pr_err("user net: the network stops");
+		return NULL;
+	}
 	while (slirp_poll_once(sn))
 		;
 	return NULL;

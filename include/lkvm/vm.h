@@ -50,6 +50,7 @@ struct vm_config {
 	struct net_config nics[LKVM_MAX_NICS];
 	enum virtio_transport transport;
 	bool no_ioeventfd;		/* serve notifies in vCPU threads */
+	bool no_seccomp;		/* run without seccomp filters */
 	struct virtio_poll_config poll;	/* --poll; devices' poll= override */
 	unsigned int nr_iothreads;	/* --iothreads; 0: per device/pair */
 	bool mmio_cmdline;		/* virtio_mmio.device= on the cmdline */

@@ -22,7 +22,8 @@ FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS	:= -g -O1 -std=gnu11 -Wall -Wextra -Werror \
 		   -Wno-unused-parameter -Wno-gnu-variable-sized-type-not-at-end \
 		   -D_GNU_SOURCE -Iinclude \
-		   $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(SLIRP_CFLAGS)
+		   $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(SLIRP_CFLAGS) \
+		   -I$(GEN_DIR)
 
 FUZZ_SRCS	:= $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_NAMES	:= $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRCS))
@@ -35,13 +36,15 @@ $(FUZZ_DIR)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c -o $@ $<
 
+$(FUZZ_DIR)/obj/core/seccomp.o: $(GEN_DIR)/syscall_names.h
+
 $(FUZZ_LIB): $(FUZZ_LIB_OBJS)
 	$(AR) rcs $@ $^
 
 $(FUZZ_BINS): $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o \
 				  $(FUZZ_LIB)
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $(filter %.o,$^) \
-		$(FUZZ_LIB) -lpthread
+		$(FUZZ_LIB) -lseccomp -lpthread
 
 # The transport targets share a device on a fake VM (blk_vm.c).
 $(FUZZ_DIR)/fuzz_virtio_pci $(FUZZ_DIR)/fuzz_mmio: \
