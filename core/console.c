@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "lkvm/console.h"
+#include "lkvm/seccomp.h"
 #include "lkvm/util.h"
 
 #define ESCAPE_CHAR	0x01	/* Ctrl-a */
@@ -137,6 +138,13 @@ static void *writer_thread(void *arg)
 	sigaddset(&wake, WRITER_WAKE_SIGNAL);
 	pthread_sigmask(SIG_UNBLOCK, &wake, NULL);
 	pthread_mutex_lock(&out.lock);
+	if (seccomp_confine(SECCOMP_CONSOLE)) {
+		/* Unconfined output would be worse than none. */
+		out.closed = true;
+		out.dropped += out.count;
+		out.count = 0;
+		out.stop = true;
+	}
 	for (;;) {
 		size_t len;
 		ssize_t n;

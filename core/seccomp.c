@@ -154,6 +154,14 @@ static const struct sc_rule slirp_rules[] = {
 	ALLOW(newfstatat), ALLOW(fstat), ALLOW(lseek),
 };
 
+/*
+ * The console's writer thread writes stdout (base_rules has write) and
+ * waits on a non-blocking one; SIGUSR2 wakes it at exit (rt_sigreturn).
+ */
+static const struct sc_rule console_rules[] = {
+	ALLOW(poll), ALLOW(ppoll),
+};
+
 #ifdef LKVM_SANITIZED
 /*
  * ASan/LSan builds only: the leak check at exit stops the world from a
@@ -192,6 +200,8 @@ static const struct sc_class_def {
 				  TABLE(io_rules) } },
 	[SECCOMP_SLIRP] = { "slirp", { TABLE(base_rules),
 				       TABLE(slirp_rules) } },
+	[SECCOMP_CONSOLE] = { "console", { TABLE(base_rules),
+					   TABLE(console_rules) } },
 };
 
 /* The host's syscall names, from <sys/syscall.h> at build time. */

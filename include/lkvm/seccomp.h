@@ -21,6 +21,7 @@ enum seccomp_class {
 	SECCOMP_VCPU,		/* KVM_RUN and the exits it dispatches */
 	SECCOMP_IO,		/* I/O threads: queues, disks, backends */
 	SECCOMP_SLIRP,		/* libslirp's thread: host sockets */
+	SECCOMP_CONSOLE,	/* the console's writer: stdout alone */
 	SECCOMP_NR_CLASSES,
 };
 

@@ -14,7 +14,8 @@ import pytest
 
 from test_kit import KIT, LKVM
 
-THREADS = {"lkvm", "vcpu0", "vcpu1", "blk-io", "net-io0", "slirp"}
+THREADS = {"lkvm", "vcpu0", "vcpu1", "blk-io", "net-io0", "slirp",
+           "lkvm-console"}
 
 
 def seccomp_by_thread(pid):

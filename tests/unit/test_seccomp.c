@@ -8,6 +8,7 @@
  * reach the kernel (its own error, such as ENOTTY, is fine).
  */
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
 #include <pthread.h>
@@ -274,6 +275,23 @@ static int io_thread_work(void)
 	return CHILD_PASSED;
 }
 
+/* The console's writer: stdout and a wait on it, nothing more. */
+static int console_work(void)
+{
+	struct pollfd pfd = { .fd = pipe_fds[1], .events = POLLOUT };
+
+	if (write(pipe_fds[1], "x", 1) != 1 || poll(&pfd, 1, 0) != 1)
+		return CHILD_WRONG_RESULT;
+	return CHILD_PASSED;
+}
+
+static void console_thread_writes_and_nothing_else(void **state)
+{
+	assert_passes(SECCOMP_CONSOLE, console_work);
+	assert_refused(SECCOMP_CONSOLE, do_inet_socket, SYS_socket, "socket");
+	assert_refused(SECCOMP_CONSOLE, do_fionread, SYS_ioctl, "ioctl");
+}
+
 static void io_thread_serves_a_disk(void **state)
 {
 	assert_passes(SECCOMP_IO, io_thread_work);
@@ -341,6 +359,7 @@ int main(void)
 		cmocka_unit_test(slirp_thread_opens_read_only),
 		cmocka_unit_test(no_thread_maps_executable_memory),
 		cmocka_unit_test(io_thread_serves_a_disk),
+		cmocka_unit_test(console_thread_writes_and_nothing_else),
 		cmocka_unit_test(vcpu_thread_may_run_kvm_run),
 		cmocka_unit_test(io_thread_confines_itself_alone),
 		cmocka_unit_test(unprepared_confine_does_nothing),
