@@ -28,6 +28,7 @@ enum {
 	OPT_POLL,
 	OPT_IOTHREADS,
 	OPT_NO_SECCOMP,
+	OPT_BOOT_PROFILE,
 };
 
 static const struct option run_options[] = {
@@ -50,6 +51,7 @@ static const struct option run_options[] = {
 	{ "poll",	required_argument, NULL, OPT_POLL },
 	{ "iothreads",	required_argument, NULL, OPT_IOTHREADS },
 	{ "no-seccomp",	no_argument,	   NULL, OPT_NO_SECCOMP },
+	{ "boot-profile", no_argument,	   NULL, OPT_BOOT_PROFILE },
 	{ "verbose",	no_argument,	   NULL, 'v' },
 	{ "quiet",	no_argument,	   NULL, 'q' },
 	{ "help",	no_argument,	   NULL, 'h' },
@@ -112,10 +114,15 @@ void cli_usage_run(void)
 "      --console serial  console device (the 8250 UART on COM1, ttyS0)\n"
 "      --timeout SECONDS stop the guest after SECONDS and exit 124\n"
 "      --stats FILE      write run statistics as JSON to FILE (- = stderr)\n"
+"      --boot-profile    at exit, say when the boot reached each milestone\n"
+"                        (first guest instruction, first console byte, the\n"
+"                        kernel's banner and Run /init, init, exit) with the\n"
+"                        exits and lkvm time between them (also in --stats)\n"
 "      --reboot          when the guest reboots, start it again (each boot\n"
 "                        in a fresh child process; --timeout covers all)\n"
 "      --no-seccomp      run without the seccomp filters that confine each\n"
-"                        thread (vCPU, I/O, slirp, main) to its syscalls\n"
+"                        thread (vCPU, I/O, slirp, console, main) to its\n"
+"                        syscalls\n"
 "  -v, --verbose         more messages (repeat for debug)\n"
 "  -q, --quiet           errors only\n"
 "  -h, --help            this text\n"
@@ -242,6 +249,7 @@ static int parse_option(int opt, struct vm_config *cfg)
 	case OPT_REBOOT: cfg->reboot = true; return 0;
 	case OPT_NO_IOEVENTFD: cfg->no_ioeventfd = true; return 0;
 	case OPT_NO_SECCOMP: cfg->no_seccomp = true; return 0;
+	case OPT_BOOT_PROFILE: cfg->boot_profile = true; return 0;
 	case OPT_MMIO_CMDLINE: cfg->mmio_cmdline = true; return 0;
 	case 'd':
 		if (cfg->nr_disks == LKVM_MAX_DISKS) {

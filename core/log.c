@@ -19,17 +19,12 @@ static const char *const level_prefix[] = {
 	[LOG_DEBUG]	= "debug: ",
 };
 
-void log_msg(enum log_level level, const char *fmt, ...)
+static void log_line(const char *prefix, const char *fmt, va_list ap)
 {
 	char line[1024];
-	va_list ap;
 	size_t len;
 
-	if (level > log_threshold)
-		return;
-	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
 	len = strlen(line);
 	while (len && line[len - 1] == '\n')
 		line[--len] = '\0';
@@ -37,7 +32,29 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	 * The terminal may be in raw mode while the guest runs: "\r\n" keeps
 	 * the next line at column 0 either way.
 	 */
-	fprintf(stderr, "lkvm: %s%s\r\n", level_prefix[level], line);
+	fprintf(stderr, "lkvm: %s%s\r\n", prefix, line);
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level > log_threshold)
+		return;
+	va_start(ap, fmt);
+	log_line(level_prefix[level], fmt, ap);
+	va_end(ap);
+}
+
+void log_report(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (log_threshold == LOG_SILENT)
+		return;
+	va_start(ap, fmt);
+	log_line("", fmt, ap);
+	va_end(ap);
 }
 
 static uint64_t log_now_ms(void)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lkvm/arch.h"
+#include "lkvm/boot_profile.h"
 #include "lkvm/cli.h"
 #include "lkvm/util.h"
 #include "lkvm/vm.h"
@@ -82,6 +83,8 @@ static int run_with_reboot(struct vm_config *cfg)
 		return vm_run(cfg, &reboot);
 	for (;;) {
 		code = run_boot(cfg, &reboot);
+		/* the next boot's profile starts from its own zero */
+		boot_profile_start(now_ms());
 		if (!reboot)
 			return code;
 		/*
@@ -144,6 +147,7 @@ int main(int argc, char **argv)
 	struct vm_config cfg;
 	const char *cmd = argc > 1 ? argv[1] : "help";
 
+	boot_profile_start(now_ms());
 	if (!strcmp(cmd, "run")) {
 		switch (cli_parse_run(argc - 1, argv + 1, &cfg)) {
 		case CLI_EXIT_OK:

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "lkvm/arch.h"
+#include "lkvm/boot_profile.h"
 #include "lkvm/console.h"
 #include "lkvm/devices.h"
 #include "lkvm/inputs.h"
@@ -150,6 +151,7 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 	struct vm_inputs in;
 	struct vm vm;
 	sigset_t sigs;
+	double inputs_ms;
 	int sfd, code;
 
 	*reboot = false;
@@ -161,6 +163,7 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 		vm_inputs_close(&in);
 		return EXIT_VMM_ERROR;
 	}
+	inputs_ms = now_ms();
 	sfd = block_exit_signals(&sigs);
 	if (sfd < 0) {
 		pr_err("signalfd: %s", strerror(errno));
@@ -171,6 +174,8 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 		code = EXIT_VMM_ERROR;
 		goto out;
 	}
+	boot_mark_at(&vm, BOOT_INPUTS_OPEN, inputs_ms);
+	boot_mark(&vm, BOOT_VM_BUILT);
 	warn_software_kvm(&vm);
 	console_init();
 	if (vcpus_start(&vm)) {
@@ -191,6 +196,8 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 	if (code == EXIT_TIMEOUT)
 		vcpus_report(&vm);
 	devices_report_unused(&vm);
+	if (cfg->boot_profile)
+		boot_profile_print(&vm);
 	if (cfg->stats_path &&
 	    stats_write(&vm, cfg->stats_path, now_ms() - start) &&
 	    code == EXIT_POWEROFF)

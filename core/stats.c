@@ -159,6 +159,8 @@ int stats_write(struct vm *vm, const char *path, double wall_ms)
 		(unsigned long long)vm->pio.unhandled,
 		(unsigned long long)vm->mmio.unhandled);
 	write_console(f);
+	boot_profile_write_json(vm, f);
+	fputc(',', f);
 	write_bus(f, "pio_devices", &vm->pio);
 	write_bus(f, "mmio_devices", &vm->mmio);
 	write_vcpus(f, vm);

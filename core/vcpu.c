@@ -149,7 +149,8 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 	struct kvm_run *run = vcpu->run;
 	struct vm *vm = vcpu->vm;
 
-	vcpu->stats.exits++;
+	__atomic_store_n(&vcpu->stats.exits, vcpu->stats.exits + 1,
+			 __ATOMIC_RELAXED);
 	vcpu_drain_coalesced(vm);
 	switch (run->exit_reason) {
 	case KVM_EXIT_IO:
@@ -205,7 +206,10 @@ static void *vcpu_thread(void *arg)
 				"vCPU %u: cannot confine its thread", vcpu->id);
 		return NULL;
 	}
+	boot_mark(vcpu->vm, BOOT_FIRST_ENTRY);
 	while (!__atomic_load_n(&vcpu->run->immediate_exit, __ATOMIC_ACQUIRE)) {
+		uint64_t t0;
+
 		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				vcpu->stats.intr++;
@@ -216,8 +220,14 @@ static void *vcpu_thread(void *arg)
 					strerror(errno));
 			break;
 		}
+		t0 = now_ns();
+		boot_mark(vcpu->vm, BOOT_FIRST_EXIT);
 		if (!vcpu_handle_exit(vcpu))
 			break;
+		/* the boot profile reads it from another thread */
+		__atomic_store_n(&vcpu->stats.handle_ns,
+				 vcpu->stats.handle_ns + now_ns() - t0,
+				 __ATOMIC_RELAXED);
 	}
 	return NULL;
 }

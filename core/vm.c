@@ -133,6 +133,7 @@ int vm_init(struct vm *vm, const struct vm_config *cfg)
 	pthread_mutex_init(&vm->exit_lock, NULL);
 	pthread_mutex_init(&vm->alloc_lock, NULL);
 	pthread_mutex_init(&vm->coalesced_lock, NULL);
+	boot_profile_init(vm);
 	vm->exit_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (vm->exit_efd < 0) {
 		pr_err("eventfd: %s", strerror(errno));
@@ -289,6 +290,7 @@ void vm_request_exit(struct vm *vm, int code, const char *fmt, ...)
 	uint64_t one = 1;
 	va_list ap;
 
+	boot_mark(vm, BOOT_EXIT);
 	pthread_mutex_lock(&vm->exit_lock);
 	if (!vm->exiting) {
 		vm->exiting = true;

@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "lkvm/boot_profile.h"
 #include "lkvm/bus.h"
 #include "lkvm/console.h"
 #include "lkvm/hw.h"
@@ -151,10 +152,12 @@ static void serial_transmit(struct serial *s, uint8_t c)
 {
 	bool full = false;
 
-	if (s->mcr & MCR_LOOP)
+	if (s->mcr & MCR_LOOP) {
 		serial_rx_push(s, c);
-	else
+	} else {
 		console_write(&c, 1, &full);
+		boot_profile_console(s->vm, c);
+	}
 	s->thr_busy = full;
 	s->thr_ipending = !full;
 }

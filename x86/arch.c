@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "lkvm/arch.h"
+#include "lkvm/boot_profile.h"
 #include "lkvm/hw.h"
 #include "lkvm/irq.h"
 #include "lkvm/util.h"
@@ -121,6 +122,7 @@ int arch_devices_init(struct vm *vm)
 	    rtc_init(vm, X86_PORT_RTC, arch->ram_below_4g, arch->ram_above_4g) ||
 	    post_init(vm, X86_PORT_POST) ||
 	    debug_exit_init(vm, X86_PORT_DEBUG_EXIT) ||
+	    boot_marker_init(vm, BOOT_MARKER_PORT) ||
 	    pvpanic_init(vm, X86_PORT_PVPANIC) ||
 	    acpi_pm_init(vm, X86_PORT_PM1A_EVT, X86_PORT_PM1A_CNT,
 			 X86_PORT_PM_TMR, X86_IRQ_SCI, X86_SLP_TYP_S5) ||

@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #define DEBUG_EXIT_PORT	0x501
+#define BOOT_MARKER_PORT	0x502	/* include/lkvm/boot_profile.h */
 #define CMDLINE_MAX	4096
 #define MAX_ARGS	64
 
@@ -510,6 +511,19 @@ static void kill_all(void)
 		;
 }
 
+/*
+ * lkvm's boot profile marks the moment user space began (--boot-profile):
+ * one write to its boot-marker port, before anything else. Elsewhere the
+ * port is empty and the write goes nowhere.
+ */
+static void boot_marker(void)
+{
+	if (!ioperm(BOOT_MARKER_PORT, 1, 1)) {
+		outb(1, BOOT_MARKER_PORT);
+		ioperm(BOOT_MARKER_PORT, 1, 0);
+	}
+}
+
 static void debug_exit(int status)
 {
 	if (ioperm(DEBUG_EXIT_PORT, 1, 1)) {
@@ -556,6 +570,7 @@ int main(void)
 
 	struct sigaction sa = { .sa_handler = on_signal };
 
+	boot_marker();
 	/* ^C on the console belongs to the command, not to us. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);

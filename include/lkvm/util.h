@@ -37,6 +37,8 @@ void log_msg(enum log_level level, const char *fmt, ...)
 #define pr_warn(...)	log_msg(LOG_WARN, __VA_ARGS__)
 #define pr_info(...)	log_msg(LOG_INFO, __VA_ARGS__)
 #define pr_debug(...)	log_msg(LOG_DEBUG, __VA_ARGS__)
+/* What the user asked to see (--boot-profile): printed even with -q. */
+void log_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Print a warning the first time this call site is reached, never again. */
 #define pr_warn_once(...)						\

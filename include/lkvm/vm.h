@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lkvm/boot_profile.h"
 #include "lkvm/bus.h"
 #include "lkvm/disk.h"
 #include "lkvm/guest_mem.h"
@@ -51,6 +52,7 @@ struct vm_config {
 	enum virtio_transport transport;
 	bool no_ioeventfd;		/* serve notifies in vCPU threads */
 	bool no_seccomp;		/* run without seccomp filters */
+	bool boot_profile;		/* --boot-profile: print it at exit */
 	struct virtio_poll_config poll;	/* --poll; devices' poll= override */
 	unsigned int nr_iothreads;	/* --iothreads; 0: per device/pair */
 	bool mmio_cmdline;		/* virtio_mmio.device= on the cmdline */
@@ -64,6 +66,7 @@ struct vcpu_stats {
 	uint64_t hlt;
 	uint64_t intr;			/* KVM_RUN interrupted by a signal */
 	uint64_t other;
+	uint64_t handle_ns;		/* time in lkvm between KVM_RUNs */
 };
 
 /* Owned by its vCPU thread; the main thread reads stats after the join. */
@@ -136,6 +139,7 @@ struct vm {
 	struct arch_vm *arch;
 	struct irq_routing *irq;	/* core/irq.c, its own lock */
 	struct vm_devices *devices;	/* core/devices.c */
+	struct boot_profile boot;	/* its own lock */
 
 	/*
 	 * Coalesced writes (KVM_CAP_COALESCED_PIO): KVM queues them in this

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "lkvm/arch.h"
+#include "lkvm/boot_profile.h"
 #include "lkvm/bus.h"
 #include "lkvm/console.h"
 #include "lkvm/util.h"
@@ -58,7 +59,7 @@ static uint8_t take8(struct input *in)
 /* The port ranges arch_devices_init() registers. */
 enum dev_id {
 	DEV_SERIAL, DEV_I8042_DATA, DEV_I8042_CMD, DEV_RTC, DEV_POST,
-	DEV_DEBUG_EXIT, DEV_PVPANIC, DEV_PM_EVT, DEV_PM_CNT, DEV_PM_TMR,
+	DEV_DEBUG_EXIT, DEV_BOOT_MARKER, DEV_PVPANIC, DEV_PM_EVT, DEV_PM_CNT, DEV_PM_TMR,
 	DEV_PCI, NR_DEVS,
 };
 
@@ -71,6 +72,7 @@ static const struct {
 	[DEV_RTC]	 = { X86_PORT_RTC, 2 },
 	[DEV_POST]	 = { X86_PORT_POST, 1 },
 	[DEV_DEBUG_EXIT] = { X86_PORT_DEBUG_EXIT, 1 },
+	[DEV_BOOT_MARKER] = { BOOT_MARKER_PORT, 1 },
 	[DEV_PVPANIC]	 = { X86_PORT_PVPANIC, 1 },
 	[DEV_PM_EVT]	 = { X86_PORT_PM1A_EVT, 4 },
 	[DEV_PM_CNT]	 = { X86_PORT_PM1A_CNT, 2 },
@@ -525,6 +527,7 @@ static void model_read(int dev, unsigned int offset, unsigned int len,
 		expect_byte(got, m.post, len);
 		break;
 	case DEV_DEBUG_EXIT:
+	case DEV_BOOT_MARKER:
 		memset(want, 0xff, len);	/* write-only */
 		expect_bytes(got, want, len);
 		break;
@@ -571,6 +574,8 @@ static void model_write(int dev, unsigned int offset, unsigned int len,
 	case DEV_DEBUG_EXIT:
 		expect_exit(data[0], true);
 		break;
+	case DEV_BOOT_MARKER:
+		break;		/* the boot profile notes it; nothing to see */
 	case DEV_PVPANIC:
 		if (data[0] & 0x03)
 			expect_exit(EXIT_GUEST_PANIC, false);

@@ -22,6 +22,7 @@ LKVM_NESTED_REPLAY=console.log re-checks a saved L1 console without booting;
 LKVM_NESTED_LKVM=path tests another static lkvm build than ./lkvm.static.
 """
 
+import json
 import os
 import sys
 
@@ -83,6 +84,21 @@ def _l2_job(name, flavour, cpus, fmt, status, transport):
     return nested.Job(name, argv, timeout=JOB_TIMEOUT + 15)
 
 
+# One more boot for --boot-profile: without `quiet`, so that the kernel
+# prints the lines whose times the profile takes ("Linux version", "Run
+# /init as init process"), with the stats on stderr.
+PROFILE_JOB = "profile-generic-bzimage"
+
+
+def _profile_job():
+    params = "console=ttyS0 nokaslr panic=-1 lkvm.run=/check.sh,0"
+    argv = ["lkvm", "run", "-k", "/l2/generic/bzImage",
+            "-i", "/l2/generic/initrd", "-m", str(MEM_MIB),
+            "--timeout", str(JOB_TIMEOUT), "--boot-profile", "--stats", "-",
+            "-p", params]
+    return nested.Job(PROFILE_JOB, argv, timeout=JOB_TIMEOUT + 15)
+
+
 def system_map(kernel):
     """The guest kernel's System.map, next to its vmlinuz in the package."""
     return os.path.join(os.path.dirname(kernel["bzimage"]),
@@ -115,6 +131,7 @@ def l1(tmp_path_factory):
     files[DISK] = disk
     jobs = [nested.Job("probe", ["lkvm", "probe"], timeout=20)]
     jobs += [_l2_job(*c) for c in COMBOS]
+    jobs.append(_profile_job())
     res = nested.run_l1(jobs, files, l1_kernel=kernels["generic"],
                         workdir=work, lkvm=lkvm)
     res.kernels = kernels
@@ -204,3 +221,36 @@ def test_l2_boot(l1, name, flavour, cpus, fmt, status, transport):
             problems.append("%s %s in dmesg" % (facts[key], what))
     assert not problems, "%s: %s\n%s%s" % (
         name, "; ".join(problems), "\n".join(j.dmesg), where)
+
+
+def test_boot_profile_milestones(l1):
+    """--boot-profile on a Linux boot: every milestone there, in the order a
+    boot reaches them, with the kernel's own timestamps increasing and the
+    exits growing, all within the run."""
+    j = l1.jobs.get(PROFILE_JOB)
+    assert j is not None and j.exit == 0, l1.describe()
+    stats = [ln[ln.index("{"):] for ln in j.console
+             if '"boot":[' in ln and "{" in ln]
+    assert stats, "no --stats line in the job's output\n" + j.tail()
+    st = json.loads(stats[-1])
+    marks = {m["mark"]: m for m in st["boot"]}
+    order = ["vmm_start", "inputs_open", "vm_built", "first_entry",
+             "first_exit", "first_console_byte", "kernel_banner",
+             "kernel_run_init", "init_start", "exit_request"]
+    assert sorted(marks) == sorted(order), st["boot"]
+    times = [marks[m]["ms"] for m in order]
+    assert times == sorted(times), st["boot"]
+    assert times[-1] <= st["wall_ms"] + 50, st
+    exits = [marks[m]["exits"] for m in order]
+    assert exits == sorted(exits) and exits[-1] > exits[4], st["boot"]
+    k_banner = float(marks["kernel_banner"]["kernel_s"])
+    k_init = float(marks["kernel_run_init"]["kernel_s"])
+    assert 0 <= k_banner < k_init, st["boot"]
+    # The kernel's clock and lkvm's agree roughly on how long the kernel
+    # took between its banner and /init (lkvm's includes console delays).
+    lkvm_s = (marks["kernel_run_init"]["ms"] - marks["kernel_banner"]["ms"]) / 1e3
+    assert 0.3 * (k_init - k_banner) <= lkvm_s <= 3 * (k_init - k_banner) + 1, \
+        st["boot"]
+    assert any("boot profile" in ln for ln in j.console), j.tail()
+    TIMINGS.append("nested: boot profile: " + ", ".join(
+        "%s %.0f ms" % (m, marks[m]["ms"]) for m in order[3:]))
