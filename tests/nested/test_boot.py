@@ -246,11 +246,13 @@ def test_boot_profile_milestones(l1):
     k_banner = float(marks["kernel_banner"]["kernel_s"])
     k_init = float(marks["kernel_run_init"]["kernel_s"])
     assert 0 <= k_banner < k_init, st["boot"]
-    # The kernel's clock and lkvm's agree roughly on how long the kernel
-    # took between its banner and /init (lkvm's includes console delays).
-    lkvm_s = (marks["kernel_run_init"]["ms"] - marks["kernel_banner"]["ms"]) / 1e3
-    assert 0.3 * (k_init - k_banner) <= lkvm_s <= 3 * (k_init - k_banner) + 1, \
-        st["boot"]
+    # The kernel's clock starts near lkvm's first entry (after the bzImage's
+    # decompression) and runs at real speed: at its "Run /init", no more
+    # time can have passed for it than for lkvm since that entry. (The
+    # banner itself is replayed when the console registers, so its lkvm
+    # time says little.)
+    lkvm_s = (marks["kernel_run_init"]["ms"] - marks["first_entry"]["ms"]) / 1e3
+    assert 0.8 * k_init <= lkvm_s <= k_init + 30, st["boot"]
     assert any("boot profile" in ln for ln in j.console), j.tail()
     TIMINGS.append("nested: boot profile: " + ", ".join(
         "%s %.0f ms" % (m, marks[m]["ms"]) for m in order[3:]))
