@@ -35,6 +35,7 @@
 #include "lkvm/util.h"
 #include "lkvm/virtio/blk.h"
 #include "../unit/fake_vm.h"
+#include "fuzz_common.h"
 
 #define CHECK(cond)	do { if (!(cond)) __builtin_trap(); } while (0)
 
@@ -57,34 +58,6 @@
 
 enum { DEV_PLAIN, DEV_DIRECT, DEV_RO, NR_DEVS };
 
-struct input {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint8_t take8(struct input *in)
-{
-	if (!in->n)
-		return 0;
-	in->n--;
-	return *in->p++;
-}
-
-static uint16_t take16(struct input *in)
-{
-	return take8(in) | take8(in) << 8;
-}
-
-static uint32_t take32(struct input *in)
-{
-	return take16(in) | (uint32_t)take16(in) << 16;
-}
-
-static uint64_t take64(struct input *in)
-{
-	return take32(in) | (uint64_t)take32(in) << 32;
-}
-
 struct dev {
 	struct virtio_blk *blk;
 	struct virtio_device *vdev;
@@ -103,32 +76,6 @@ static struct {
 	uint8_t *pattern;		/* every image's contents at the start */
 	uint8_t *mirror;		/* the model's image */
 } g;
-
-/* ---- the transport: no KVM, kicks come from the fuzzer's thread ---- */
-
-static int fz_kick_attach(struct virtio_device *vdev, struct virtio_queue *q)
-{
-	return 0;
-}
-
-static void fz_kick_detach(struct virtio_device *vdev, struct virtio_queue *q)
-{
-}
-
-static void fz_signal(struct virtio_device *vdev, struct virtio_queue *q)
-{
-}
-
-static void fz_signal_config(struct virtio_device *vdev)
-{
-}
-
-static const struct virtio_transport_ops fz_transport = {
-	.kick_attach = fz_kick_attach,
-	.kick_detach = fz_kick_detach,
-	.signal_queue = fz_signal,
-	.signal_config = fz_signal_config,
-};
 
 /* ---- set-up, once ---- */
 

@@ -30,30 +30,13 @@
 #include "lkvm/x86/layout.h"
 #include "lkvm/x86/pvh.h"
 #include "../unit/fake_vm.h"
+#include "fuzz_common.h"
 
 #define CHECK(cond)	do { if (!(cond)) __builtin_trap(); } while (0)
 
 #define INITRD_MAX	(4 * MiB + 64)
 #define CMDLINE_LONG	(X86_CMDLINE_MAX + 8)
 #define BZ_ENTRY	(X86_KERNEL_ADDR + 0x200)
-
-struct input {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint8_t take8(struct input *in)
-{
-	if (!in->n)
-		return 0;
-	in->n--;
-	return *in->p++;
-}
-
-static uint16_t take16(struct input *in)
-{
-	return take8(in) | take8(in) << 8;
-}
 
 static int kernel_fd = -1, initrd_fd = -1;
 static char kernel_path[32], initrd_path[32];

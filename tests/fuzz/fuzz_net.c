@@ -35,6 +35,7 @@
 #include "lkvm/virtio/net.h"
 #include "../../virtio/net_internal.h"
 #include "../unit/fake_vm.h"
+#include "fuzz_common.h"
 
 #define CHECK(cond)	do { if (!(cond)) __builtin_trap(); } while (0)
 
@@ -46,29 +47,6 @@
 #define MAX_FRAMES	16
 #define MAX_FRAME_LEN	(65535 + NET_HDR_LEN)
 #define SNDBUF		(96 * 1024)
-
-struct input {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint8_t take8(struct input *in)
-{
-	if (!in->n)
-		return 0;
-	in->n--;
-	return *in->p++;
-}
-
-static uint16_t take16(struct input *in)
-{
-	return take8(in) | take8(in) << 8;
-}
-
-static uint32_t take32(struct input *in)
-{
-	return take16(in) | (uint32_t)take16(in) << 16;
-}
 
 static const uint8_t our_mac[ETH_ADDR_LEN] = { 0x52, 0x54, 0, 0x12, 0x34, 0x56 };
 
@@ -84,31 +62,7 @@ static struct {
 	int offload_fail;		/* the fake backend refuses offloads */
 } g;
 
-/* ---- fakes: transport and backend ---- */
-
-static int fz_kick_attach(struct virtio_device *vdev, struct virtio_queue *q)
-{
-	return 0;
-}
-
-static void fz_kick_detach(struct virtio_device *vdev, struct virtio_queue *q)
-{
-}
-
-static void fz_signal(struct virtio_device *vdev, struct virtio_queue *q)
-{
-}
-
-static void fz_signal_config(struct virtio_device *vdev)
-{
-}
-
-static const struct virtio_transport_ops fz_transport = {
-	.kick_attach = fz_kick_attach,
-	.kick_detach = fz_kick_detach,
-	.signal_queue = fz_signal,
-	.signal_config = fz_signal_config,
-};
+/* ---- a fake backend (the transport: fuzz_common.h) ---- */
 
 static int be_header_len(struct net_backend *be, int len)
 {

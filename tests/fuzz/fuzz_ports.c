@@ -34,6 +34,7 @@
 #include "lkvm/x86/boot.h"
 #include "lkvm/x86/layout.h"
 #include "../unit/fake_vm.h"
+#include "fuzz_common.h"
 
 #define CHECK(cond)	do { if (!(cond)) __builtin_trap(); } while (0)
 
@@ -42,19 +43,6 @@
 #define UART_FIFO	1024
 #define TX_MAX		65536
 #define TX_DRAIN_AT	16384	/* well below the pipe's 64 KiB */
-
-struct input {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint8_t take8(struct input *in)
-{
-	if (!in->n)
-		return 0;
-	in->n--;
-	return *in->p++;
-}
 
 /* The port ranges arch_devices_init() registers. */
 enum dev_id {

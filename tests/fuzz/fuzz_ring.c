@@ -19,6 +19,7 @@
 
 #include "lkvm/guest_mem.h"
 #include "lkvm/virtio/ring.h"
+#include "fuzz_common.h"
 
 #define RAM_GPA		0x10000ULL
 #define RAM_SIZE	0x10000ULL
@@ -26,24 +27,6 @@
 #define RAM2_SIZE	0x1000ULL
 
 #define CHECK(cond)	do { if (!(cond)) __builtin_trap(); } while (0)
-
-struct input {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint8_t take8(struct input *in)
-{
-	if (!in->n)
-		return 0;
-	in->n--;
-	return *in->p++;
-}
-
-static uint16_t take16(struct input *in)
-{
-	return take8(in) | take8(in) << 8;
-}
 
 static uint8_t *ram, *ram2;
 static struct guest_mem mem;
