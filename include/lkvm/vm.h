@@ -66,7 +66,8 @@ struct vcpu_stats {
 	uint64_t hlt;
 	uint64_t intr;			/* KVM_RUN interrupted by a signal */
 	uint64_t other;
-	uint64_t handle_ns;		/* time in lkvm between KVM_RUNs */
+	uint64_t handle_ns;		/* time in lkvm between KVM_RUNs, when
+					   --boot-profile or --stats asks */
 };
 
 /* Owned by its vCPU thread; the main thread reads stats after the join. */
