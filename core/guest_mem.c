@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Bounds-checked translation of guest-physical ranges to host pointers. */
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "lkvm/guest_mem.h"
 #include "lkvm/util.h"
@@ -26,6 +28,67 @@ bool guest_mem_write(const struct guest_mem *mem, uint64_t gpa,
 	if (!dst)
 		return false;
 	memcpy(dst, src, len);
+	return true;
+}
+
+#define LOAD_PAGE	4096U
+
+static bool all_zero(const uint8_t *p, size_t len)
+{
+	static const uint8_t zero[LOAD_PAGE];
+
+	return !memcmp(p, zero, len);
+}
+
+/*
+ * Which pages of [dst, dst + len) are resident: one mincore() for the lot.
+ * A page that is not was never written since mmap() made it (the loaders
+ * run before the guest), so it reads as zero without being looked at;
+ * reading it would map the zero page and make it count as resident.
+ * NULL if that cannot be told: then every page is looked at.
+ */
+static unsigned char *resident_map(uint8_t *dst, uint64_t len,
+				   uint8_t **base)
+{
+	uintptr_t start = (uintptr_t)dst & ~(uintptr_t)(LOAD_PAGE - 1);
+	size_t span = (uintptr_t)dst + len - start;
+	unsigned char *vec = malloc(span / LOAD_PAGE + 1);
+
+	if (vec && mincore((void *)start, span, vec)) {
+		free(vec);
+		vec = NULL;
+	}
+	*base = (uint8_t *)start;
+	return vec;
+}
+
+bool guest_mem_load(const struct guest_mem *mem, uint64_t gpa,
+		    const void *src, uint64_t len)
+{
+	uint8_t *dst = guest_mem_ptr(mem, gpa, len), *base;
+	const uint8_t *s = src;
+	unsigned char *resident;
+	uint64_t done = 0;
+
+	if (!dst)
+		return false;
+	if (!len)
+		return true;
+	resident = resident_map(dst, len, &base);
+	while (done < len) {
+		/* Page by page of guest memory: that is what a write faults in. */
+		size_t n = MIN(len - done,
+			       LOAD_PAGE - ((gpa + done) & (LOAD_PAGE - 1)));
+		uint8_t *d = dst + done;
+
+		if (s && !all_zero(s + done, n))
+			memcpy(d, s + done, n);
+		else if ((!resident || resident[(d - base) / LOAD_PAGE] & 1) &&
+			 !all_zero(d, n))
+			memset(d, 0, n);
+		done += n;
+	}
+	free(resident);
 	return true;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lkvm/arch.h"
+#include "lkvm/file_map.h"
 #include "lkvm/inputs.h"
 #include "lkvm/util.h"
 
@@ -41,18 +42,55 @@ static int inputs_open_nets(struct vm_inputs *in, const struct vm_config *cfg)
 	return 0;
 }
 
+struct guest_open {
+	struct vm_inputs *in;
+	const struct vm_config *cfg;
+};
+
+static int guest_open(void *arg)
+{
+	struct guest_open *o = arg;
+
+	o->in->guest = arch_guest_open(o->cfg);
+	return o->in->guest ? 0 : -1;
+}
+
 int vm_inputs_open(struct vm_inputs *in, const struct vm_config *cfg)
 {
+	struct guest_open o = { .in = in, .cfg = cfg };
 	unsigned int i;
 
 	memset(in, 0, sizeof(*in));
 	for (i = 0; i < LKVM_MAX_DISKS; i++)
 		in->disks[i].fd = -1;
-	in->guest = arch_guest_open(cfg);
-	if (!in->guest || inputs_open_disks(in, cfg) ||
+	/* The parsers read the mapped kernel file: see file_map.h. */
+	if (mapped_file_guard(guest_open, &o) || inputs_open_disks(in, cfg) ||
 	    inputs_open_nets(in, cfg))
 		return -1;
 	return 0;
+}
+
+struct guest_load {
+	struct vm_inputs *in;
+	struct vm *vm;
+};
+
+static int guest_load(void *arg)
+{
+	struct guest_load *l = arg;
+
+	return arch_load_guest(l->vm, l->in->guest);
+}
+
+int vm_inputs_load_guest(struct vm_inputs *in, struct vm *vm)
+{
+	struct guest_load l = { .in = in, .vm = vm };
+	int ret = mapped_file_guard(guest_load, &l);
+
+	/* Guest RAM has it now: the file's pages need not stay mapped. */
+	arch_guest_close(in->guest);
+	in->guest = NULL;
+	return ret;
 }
 
 void vm_inputs_close(struct vm_inputs *in)

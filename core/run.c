@@ -133,7 +133,7 @@ static int build_vm(struct vm *vm, struct vm_inputs *in)
 	if (arch_vm_init(vm) ||
 	    vm_setup_ram(vm, (const uint64_t (*)[2])ranges, n) ||
 	    irq_init(vm) || arch_devices_init(vm) ||
-	    devices_create(vm, in) || arch_load_guest(vm, in->guest) ||
+	    devices_create(vm, in) || vm_inputs_load_guest(in, vm) ||
 	    vcpus_create(vm))
 		return -1;
 	return 0;

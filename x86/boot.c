@@ -89,15 +89,16 @@ static int x86_kernel_open(struct arch_guest *g,
 {
 	const char *params = cfg->params ? cfg->params : arch_default_params;
 
-	if (read_file(cfg->kernel, "kernel", &g->image, &g->image_size))
+	if (map_file(cfg->kernel, "kernel", &g->image_file))
 		return -1;
-	if (!g->image_size) {
-		pr_err("kernel '%s' is empty", cfg->kernel);
-		return -1;
+	g->image = g->image_file.data;
+	g->image_size = g->image_file.size;
+	if (cfg->initrd) {
+		if (map_file(cfg->initrd, "initrd", &g->initrd_file))
+			return -1;
+		g->initrd = g->initrd_file.data;
+		g->initrd_size = g->initrd_file.size;
 	}
-	if (cfg->initrd &&
-	    read_file(cfg->initrd, "initrd", &g->initrd, &g->initrd_size))
-		return -1;
 	if (elf_is_elf(g->image, g->image_size))
 		return x86_check_pvh(g, ram_below_4g, strlen(params));
 	return x86_check_bzimage(g, ram_below_4g, strlen(params));
@@ -107,8 +108,10 @@ static int x86_firmware_open(struct arch_guest *g, const char *path,
 			     uint64_t ram_below_4g)
 {
 	g->mode = X86_BOOT_FIRMWARE;
-	if (read_file(path, "firmware", &g->image, &g->image_size))
+	if (map_file(path, "firmware", &g->image_file))
 		return -1;
+	g->image = g->image_file.data;
+	g->image_size = g->image_file.size;
 	return x86_check_firmware(g, ram_below_4g);
 }
 
@@ -138,8 +141,8 @@ void arch_guest_close(struct arch_guest *g)
 {
 	if (!g)
 		return;
-	free(g->image);
-	free(g->initrd);
+	unmap_file(&g->image_file);
+	unmap_file(&g->initrd_file);
 	free(g);
 }
 

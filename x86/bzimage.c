@@ -173,11 +173,11 @@ int x86_load_bzimage(struct vm *vm, const struct arch_guest *g,
 	if (!bzimage_cmdline_fits(bz, len))
 		return -1;
 	zp = guest_mem_ptr(&vm->mem, X86_ZERO_PAGE, sizeof(*zp));
-	if (!zp || !guest_mem_write(&vm->mem, X86_KERNEL_ADDR, bz->kernel,
-				    bz->kernel_size) ||
+	if (!zp || !guest_mem_load(&vm->mem, X86_KERNEL_ADDR, bz->kernel,
+				   bz->kernel_size) ||
 	    !guest_mem_write(&vm->mem, X86_CMDLINE_ADDR, cmdline, len + 1) ||
-	    (g->initrd && !guest_mem_write(&vm->mem, g->initrd_addr, g->initrd,
-					   g->initrd_size))) {
+	    (g->initrd && !guest_mem_load(&vm->mem, g->initrd_addr, g->initrd,
+					  g->initrd_size))) {
 		pr_err("guest memory does not hold the kernel it was checked for");
 		return -1;
 	}

@@ -65,8 +65,8 @@ int x86_check_firmware(const struct arch_guest *g, uint64_t ram_below_4g)
 
 int x86_load_firmware(struct vm *vm, const struct arch_guest *g)
 {
-	if (!guest_mem_write(&vm->mem, X86_BIOS_END - g->image_size, g->image,
-			     g->image_size)) {
+	if (!guest_mem_load(&vm->mem, X86_BIOS_END - g->image_size, g->image,
+			    g->image_size)) {
 		pr_err("guest RAM too small for the firmware");
 		return -1;
 	}

@@ -44,14 +44,14 @@ static int pvh_load_segments(struct vm *vm, const struct arch_guest *g)
 
 	for (i = 0; i < g->elf.nr_segments; i++) {
 		const struct elf_segment *s = &g->elf.segments[i];
-		uint8_t *dst = guest_mem_ptr(&vm->mem, s->paddr, s->memsz);
 
-		if (!dst) {
+		if (!guest_mem_load(&vm->mem, s->paddr, data + s->offset,
+				    s->filesz) ||
+		    !guest_mem_load(&vm->mem, s->paddr + s->filesz, NULL,
+				    s->memsz - s->filesz)) {
 			pr_err("guest memory does not hold the kernel it was checked for");
 			return -1;
 		}
-		memcpy(dst, data + s->offset, s->filesz);
-		memset(dst + s->filesz, 0, s->memsz - s->filesz);
 	}
 	return 0;
 }
@@ -119,8 +119,8 @@ int x86_load_pvh(struct vm *vm, const struct arch_guest *g,
 			.paddr = g->initrd_addr, .size = g->initrd_size,
 		};
 
-		if (!guest_mem_write(&vm->mem, mod.paddr, g->initrd,
-				     g->initrd_size))
+		if (!guest_mem_load(&vm->mem, mod.paddr, g->initrd,
+				    g->initrd_size))
 			return -1;
 		si.nr_modules = 1;
 		si.modlist_paddr = X86_PVH_START_INFO + PVH_MODLIST_OFFSET;

@@ -39,6 +39,15 @@ bool guest_mem_write(const struct guest_mem *mem, uint64_t gpa,
 bool guest_mem_read(const struct guest_mem *mem, uint64_t gpa,
 		    void *dst, uint64_t len);
 
+/*
+ * guest_mem_write() for loading a guest image before the guest runs: a
+ * page that is zero in src and in guest memory is skipped, so the holes
+ * and zeroed sections of a kernel file never fault guest pages in (nor
+ * count in --stats' guest_rss_kib). src NULL writes zeroes.
+ */
+bool guest_mem_load(const struct guest_mem *mem, uint64_t gpa,
+		    const void *src, uint64_t len);
+
 /* Add a region; regions must not overlap. Returns -1 when full/invalid. */
 int guest_mem_add(struct guest_mem *mem, uint64_t gpa, uint64_t size,
 		  void *hva);

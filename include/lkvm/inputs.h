@@ -30,6 +30,11 @@ struct vm_inputs {
 
 /* 0, or -1 after a one-line message; *in is always safe to close. */
 int vm_inputs_open(struct vm_inputs *in, const struct vm_config *cfg);
+/*
+ * Put the guest image into vm's RAM (arch_load_guest()), then let go of the
+ * kernel and initrd files; 0, or -1 after a one-line message.
+ */
+int vm_inputs_load_guest(struct vm_inputs *in, struct vm *vm);
 void vm_inputs_close(struct vm_inputs *in);
 
 #endif

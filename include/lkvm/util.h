@@ -121,9 +121,6 @@ uint64_t now_ns(void);
  */
 int poll_timeout_ms(double deadline_ms, double now);
 
-/* Read a whole file into a malloc'ed buffer; prints the error itself. */
-int read_file(const char *path, const char *what, void **data, size_t *size);
-
 /* Parse an unsigned decimal number; false on junk, sign or overflow. */
 bool parse_u64(const char *s, uint64_t *val);
 

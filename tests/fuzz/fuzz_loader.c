@@ -11,8 +11,8 @@
  * silently and then: everything lies inside guest RAM where the boot
  * protocol says, the bytes in guest memory are the file's, the initrd is
  * above the kernel and below its limits, and the entry point is inside
- * what was loaded from the file. read_file() allocates the image to its
- * exact size, so ASan sees any read beyond it.
+ * what was loaded from the file. map_file() puts a guard page after the
+ * file's last page, so a parser reading past the end faults.
  */
 #include <asm/bootparam.h>
 #include <stdbool.h>

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lkvm/file_map.h"
+
 struct vm;
 struct kvm_cpuid2;
 
@@ -94,9 +96,11 @@ unsigned int x86_memory_map(uint64_t below_4g, uint64_t above_4g,
 struct arch_guest {
 	enum x86_boot_mode mode;
 	const char *path;		/* kernel or firmware, for messages */
-	void *image;			/* the whole kernel or firmware file */
+	struct mapped_file image_file;	/* the kernel or firmware file */
+	struct mapped_file initrd_file;
+	const void *image;		/* image_file's bytes */
 	size_t image_size;
-	void *initrd;
+	const void *initrd;		/* initrd_file's, NULL without one */
 	size_t initrd_size;
 	uint64_t initrd_addr;		/* where it goes in guest memory */
 	struct bzimage bz;		/* X86_BOOT_LINUX64 */
