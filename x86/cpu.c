@@ -203,6 +203,34 @@ static void cpuid_set_amd_topology(struct kvm_cpuid2 *c, unsigned int apic_id,
 	}
 }
 
+/*
+ * The hypervisor timing leaf (0x40000010, as VMware defined it; KVM
+ * guests read it too): the TSC's and the APIC timer's frequencies in kHz,
+ * so that a guest neither calibrates its TSC against the PIT nor its
+ * APIC timer against the TSC. Linux with kvmclock takes the TSC rate from
+ * there; this leaf is for guests without it (and newer kernels read it).
+ */
+#define CPUID_HV_BASE		0x40000000
+#define CPUID_HV_TIMING		0x40000010
+#define KVM_APIC_BUS_KHZ	1000000		/* KVM's APIC timer: 1 GHz */
+
+static void cpuid_add_timing(struct kvm_cpuid2 *c, int vcpu_fd)
+{
+	struct kvm_cpuid_entry2 *e;
+	int khz = ioctl(vcpu_fd, KVM_GET_TSC_KHZ, 0);
+
+	if (khz <= 0 || !cpuid_find(c, CPUID_HV_BASE, 0))
+		return;
+	cpuid_remove(c, CPUID_HV_TIMING);
+	e = &c->entries[c->nent++];
+	memset(e, 0, sizeof(*e));
+	e->function = CPUID_HV_TIMING;
+	e->eax = khz;
+	e->ebx = KVM_APIC_BUS_KHZ;
+	e = cpuid_find(c, CPUID_HV_BASE, 0);
+	e->eax = MAX(e->eax, (uint32_t)CPUID_HV_TIMING);
+}
+
 static int vcpu_set_cpuid(struct vcpu *vcpu)
 {
 	const struct kvm_cpuid2 *base = vcpu->vm->arch->cpuid;
@@ -211,7 +239,7 @@ static int vcpu_set_cpuid(struct vcpu *vcpu)
 	struct kvm_cpuid2 *c;
 	int ret;
 
-	/* Room for the topology leaves we append. */
+	/* Room for the topology (6) and timing (1) leaves we append. */
 	c = calloc(1, sizeof(*c) + (base->nent + 8) * sizeof(c->entries[0]));
 	if (!c) {
 		pr_err("out of memory");
@@ -227,6 +255,7 @@ static int vcpu_set_cpuid(struct vcpu *vcpu)
 	if (leaf0 && leaf0->eax >= 0x1f)
 		cpuid_add_topology(c, 0x1f, vcpu->id, nr);
 	cpuid_set_amd_topology(c, vcpu->id, nr);
+	cpuid_add_timing(c, vcpu->fd);
 	ret = ioctl(vcpu->fd, KVM_SET_CPUID2, c);
 	free(c);
 	if (ret < 0) {

@@ -203,6 +203,14 @@ def test_pit_reaches_ioapic_pin2():
     assert "PIT -> IOAPIC pin 2" in r.out, r
 
 
+def test_tsc_frequency_given():
+    """The guest is told its TSC rate (CPUID 0x40000010, kvmclock), and it
+    is the rate the TSC runs at."""
+    r = lkvm_run("-k", kit("tsc.elf"))
+    assert r.rc == 0, r
+    assert "PASS: tsc" in r.out, r
+
+
 def _stats(path):
     import json
     with open(path) as f:
