@@ -11,10 +11,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lkvm/arch.h"
 #include "lkvm/cli.h"
 #include "lkvm/iothread.h"
 #include "lkvm/util.h"
 #include "lkvm/virtio/poll.h"
+
+/*
+ * Command lines lkvm puts together (the default guest's, --append): more
+ * than any x86 kernel takes (2 KiB); the loaders check the kernel's limit.
+ */
+#define CMDLINE_BUF	4096
 
 enum {
 	OPT_NAME = 0x100,
@@ -29,12 +36,14 @@ enum {
 	OPT_IOTHREADS,
 	OPT_NO_SECCOMP,
 	OPT_BOOT_PROFILE,
+	OPT_APPEND,
 };
 
 static const struct option run_options[] = {
 	{ "kernel",	required_argument, NULL, 'k' },
 	{ "initrd",	required_argument, NULL, 'i' },
 	{ "params",	required_argument, NULL, 'p' },
+	{ "append",	required_argument, NULL, OPT_APPEND },
 	{ "mem",	required_argument, NULL, 'm' },
 	{ "cpus",	required_argument, NULL, 'c' },
 	{ "firmware",	required_argument, NULL, 'f' },
@@ -69,7 +78,10 @@ void cli_usage_run(void)
 "\n"
 "  -k, --kernel FILE     kernel: bzImage or ELF vmlinux (PVH entry)\n"
 "  -i, --initrd FILE     initial ramdisk\n"
-"  -p, --params STRING   kernel command line (default: \"console=ttyS0\")\n"
+"  -p, --params STRING   the kernel command line, exactly (default: lkvm's,\n"
+"                        see below)\n"
+"      --append STRING   add STRING to the command line (-p's, the default\n"
+"                        guest's or lkvm's own); repeatable\n"
 "  -m, --mem MiB         guest RAM in MiB (default %d, at least %d)\n"
 "  -c, --cpus N          number of vCPUs (default 1, at most %d)\n"
 "  -f, --firmware FILE   raw firmware image (<= 256 KiB, multiple of 4 KiB),\n"
@@ -127,6 +139,9 @@ void cli_usage_run(void)
 "  -q, --quiet           errors only\n"
 "  -h, --help            this text\n"
 "\n"
+"lkvm's default kernel command line:\n"
+"  %s\n"
+"\n"
 "The console is the terminal (raw mode; Ctrl-a x quits, Ctrl-a Ctrl-a sends\n"
 "Ctrl-a) or, when stdin is not a terminal, stdin/stdout as they are.\n"
 "\n"
@@ -143,7 +158,8 @@ void cli_usage_run(void)
 "  128+N lkvm was stopped by signal N\n",
 	DEFAULT_MEM_MIB, MIN_MEM_MIB, LKVM_MAX_CPUS, LKVM_MAX_DISKS,
 	LKVM_MAX_NICS, VIRTIO_POLL_DEFAULT_START_RATE,
-	VIRTIO_POLL_DEFAULT_MAX_US, VIRTIO_POLL_DEFAULT_STOP_IDLE_MS, 0x501);
+	VIRTIO_POLL_DEFAULT_MAX_US, VIRTIO_POLL_DEFAULT_STOP_IDLE_MS,
+	arch_default_params, 0x501);
 }
 
 static int parse_bounded(const char *opt, const char *arg, uint64_t min,
@@ -183,12 +199,34 @@ static const char *default_guest_dir(void)
 	return dir;
 }
 
+/* The default guest's cmdline file: what it adds to lkvm's command line. */
+static int default_guest_params(const char *path, struct vm_config *cfg)
+{
+	static char params[CMDLINE_BUF];
+	char extra[CMDLINE_BUF];
+	FILE *f = fopen(path, "r");
+	int ret = 0;
+
+	if (!f)
+		return 0;
+	if (fgets(extra, sizeof(extra), f)) {
+		extra[strcspn(extra, "\n")] = '\0';
+		if (snprintf(params, sizeof(params), "%s %s",
+			     arch_default_params, extra) >= (int)sizeof(params)) {
+			pr_err("%s is too long", path);
+			ret = -1;
+		}
+		cfg->params = params;
+	}
+	fclose(f);
+	return ret;
+}
+
 static int use_default_guest(struct vm_config *cfg)
 {
-	static char kernel[PATH_MAX], initrd[PATH_MAX], params[4096];
+	static char kernel[PATH_MAX], initrd[PATH_MAX];
 	const char *dir = default_guest_dir();
 	char path[PATH_MAX];
-	FILE *f;
 
 	if (strlen(dir) > PATH_MAX - 16) {
 		pr_err("default guest folder name is too long");
@@ -205,14 +243,9 @@ static int use_default_guest(struct vm_config *cfg)
 	cfg->kernel = kernel;
 	if (!access(initrd, R_OK))
 		cfg->initrd = initrd;
-	f = cfg->params ? NULL : fopen(path, "r");	/* -p wins */
-	if (f) {
-		if (fgets(params, sizeof(params), f)) {
-			params[strcspn(params, "\n")] = '\0';
-			cfg->params = params;
-		}
-		fclose(f);
-	}
+	/* -p beats the guest's cmdline file. */
+	if (!cfg->params && default_guest_params(path, cfg))
+		return -1;
 	cfg->default_guest = true;
 	return 0;
 }
@@ -235,6 +268,23 @@ static int parse_transport(const char *arg, enum virtio_transport *t)
 	return -1;
 }
 
+/* --append, repeatable: the words of every one, in order. */
+static int append_params(struct vm_config *cfg, const char *words)
+{
+	static char buf[CMDLINE_BUF];
+	size_t used = cfg->append ? strlen(buf) : 0;
+	int n;
+
+	n = snprintf(buf + used, sizeof(buf) - used, "%s%s", used ? " " : "",
+		     words);
+	if (n < 0 || (size_t)n >= sizeof(buf) - used) {
+		pr_err("--append: the command line is too long");
+		return -1;
+	}
+	cfg->append = buf;
+	return 0;
+}
+
 static int parse_option(int opt, struct vm_config *cfg)
 {
 	uint64_t v;
@@ -243,6 +293,7 @@ static int parse_option(int opt, struct vm_config *cfg)
 	case 'k': cfg->kernel = optarg; return 0;
 	case 'i': cfg->initrd = optarg; return 0;
 	case 'p': cfg->params = optarg; return 0;
+	case OPT_APPEND: return append_params(cfg, optarg);
 	case 'f': cfg->firmware = optarg; return 0;
 	case OPT_NAME: cfg->name = optarg; return 0;
 	case OPT_STATS: cfg->stats_path = optarg; return 0;
@@ -311,10 +362,26 @@ static void assign_macs(struct vm_config *cfg)
 			net_default_mac(cfg->name, i, cfg->nics[i].mac);
 }
 
+/* --append's words after the command line the guest would get without. */
+static int join_append(struct vm_config *cfg)
+{
+	static char buf[CMDLINE_BUF];
+	const char *base = cfg->params ? cfg->params : arch_default_params;
+	int n = snprintf(buf, sizeof(buf), "%s %s", base, cfg->append);
+
+	if (n < 0 || (size_t)n >= sizeof(buf)) {
+		pr_err("--append: the command line is too long");
+		return -1;
+	}
+	cfg->params = buf;
+	return 0;
+}
+
 static int check_config(struct vm_config *cfg)
 {
-	if (cfg->firmware && (cfg->kernel || cfg->initrd || cfg->params)) {
-		pr_err("--firmware boots the firmware alone: drop -k, -i and -p");
+	if (cfg->firmware &&
+	    (cfg->kernel || cfg->initrd || cfg->params || cfg->append)) {
+		pr_err("--firmware boots the firmware alone: drop -k, -i, -p and --append");
 		return -1;
 	}
 	if (cfg->initrd && !cfg->kernel) {
@@ -322,6 +389,8 @@ static int check_config(struct vm_config *cfg)
 		return -1;
 	}
 	if (!cfg->kernel && !cfg->firmware && use_default_guest(cfg))
+		return -1;
+	if (cfg->append && join_append(cfg))
 		return -1;
 	if (cfg->kernel && check_readable(cfg->kernel, "kernel"))
 		return -1;

@@ -10,7 +10,8 @@
 #   initrd   busybox + guest/init + the virtio modules (guest/initramfs/
 #            mkinitramfs), with guest/initramfs/welcome.sh as /etc/lkvm/run:
 #            a banner, then a shell on the console; exit or poweroff ends it
-#   cmdline  the kernel command line
+#   cmdline  what the guest adds to lkvm's default kernel command line
+#            (lkvm run --help shows it)
 # Needs guest/init/init built (make guest/init/init); installs nothing.
 set -eu
 
@@ -30,7 +31,7 @@ cp "$generic_vmlinux" "$dir/kernel.tmp"
 "$top/guest/initramfs/mkinitramfs" -o "$dir/initrd.tmp" \
 	--modules-dir "$generic_modules" \
 	--run "$top/guest/initramfs/welcome.sh"
-echo "console=ttyS0 quiet" >"$dir/cmdline.tmp"
+echo "quiet" >"$dir/cmdline.tmp"
 for f in kernel initrd cmdline; do
 	mv "$dir/$f.tmp" "$dir/$f"
 done

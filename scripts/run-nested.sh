@@ -70,10 +70,8 @@ if [ -t 0 ]; then
 else
 	interactive=0
 	timeout=${LKVM_NESTED_TIMEOUT:-300}
-	# Nobody will type at the shell: banner, then power off. lkvm takes
-	# the default guest's cmdline file over -p, so name its files.
-	args="$args-k /guest/kernel -i /guest/initrd"
-	args="$args -p $(quote "$(cat "$guest/cmdline") lkvm.run=/etc/lkvm/run,--once")"
+	# Nobody will type at the shell: banner, then power off.
+	args="$args--append $(quote "lkvm.run=/etc/lkvm/run,--once")"
 fi
 
 cat >"$tmp/l1-run" <<EOF

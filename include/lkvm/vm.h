@@ -36,7 +36,10 @@
 struct vm_config {
 	const char *kernel;
 	const char *initrd;
-	const char *params;
+	const char *params;		/* the whole command line; NULL: the
+					   arch's default (after the CLI,
+					   --append is in it) */
+	const char *append;		/* --append's words */
 	const char *firmware;
 	const char *name;
 	const char *stats_path;

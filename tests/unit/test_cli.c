@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "lkvm/arch.h"
 #include "lkvm/cli.h"
 #include "lkvm/util.h"
 
@@ -134,10 +135,37 @@ static void test_missing_files(void **state)
 	assert_int_equal(PARSE(&cfg, "-f", "/nonexistent"), CLI_ERROR);
 }
 
+/* --append adds to whichever command line the guest would get. */
+static void test_append(void **state)
+{
+	struct vm_config cfg;
+	char want[512];
+
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "--append", "quiet"),
+			 CLI_OK);
+	snprintf(want, sizeof(want), "%s quiet", arch_default_params);
+	assert_string_equal(cfg.params, want);
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "-p", "a=1",
+			       "--append", "b", "--append", "c d"), CLI_OK);
+	assert_string_equal(cfg.params, "a=1 b c d");
+	/* Firmware takes no command line at all. */
+	assert_int_equal(PARSE(&cfg, "-f", kernel_path, "--append", "quiet"),
+			 CLI_ERROR);
+	/* Longer than any kernel takes: refused, not cut. */
+	{
+		char big[3000];
+
+		memset(big, 'x', sizeof(big) - 1);
+		big[sizeof(big) - 1] = 0;
+		assert_int_equal(PARSE(&cfg, "-k", kernel_path, "--append", big,
+				       "--append", big), CLI_ERROR);
+	}
+}
+
 static void test_default_guest(void **state)
 {
 	char dir[] = "/tmp/lkvm-test-guest-XXXXXX";
-	char path[256];
+	char path[256], want[512];
 	struct vm_config cfg;
 	FILE *f;
 
@@ -155,8 +183,16 @@ static void test_default_guest(void **state)
 	assert_int_equal(cli_parse_run(1, (char *[]){ "run", NULL }, &cfg),
 			 CLI_OK);
 	assert_true(cfg.default_guest);
-	assert_string_equal(cfg.params, "console=ttyS0 lkvm.run=/bin/sh");
+	/* The guest's cmdline file adds to lkvm's default command line. */
+	snprintf(want, sizeof(want), "%s console=ttyS0 lkvm.run=/bin/sh",
+		 arch_default_params);
+	assert_string_equal(cfg.params, want);
 	assert_null(cfg.initrd);
+	assert_int_equal(cli_parse_run(3, (char *[]){ "run", "--append", "x=1",
+						      NULL }, &cfg), CLI_OK);
+	snprintf(want, sizeof(want), "%s console=ttyS0 lkvm.run=/bin/sh x=1",
+		 arch_default_params);
+	assert_string_equal(cfg.params, want);
 	/* The user's -p beats the guest's cmdline file. */
 	assert_int_equal(cli_parse_run(3, (char *[]){ "run", "-p", "quiet", NULL },
 				       &cfg), CLI_OK);
@@ -177,6 +213,7 @@ int main(void)
 		cmocka_unit_test(test_bad_numbers),
 		cmocka_unit_test(test_bad_combinations),
 		cmocka_unit_test(test_missing_files),
+		cmocka_unit_test(test_append),
 		cmocka_unit_test(test_default_guest),
 	};
 
