@@ -31,15 +31,18 @@
  * (each measured; README "Kernel command line"):
  *   panic=-1          a panicked guest reboots at once instead of hanging
  *                     (pvpanic still reports it first, exit 4);
- *   iommu=noaperture  no search for an AMD GART aperture: on CPUs that
- *                     look like AMD family 0xf/0x10 (QEMU's TCG CPU) it
- *                     reads PCI config space of all 256 buses, 16k exits;
+ *   pci=noearly       no PCI scans before the PCI subsystem: on CPUs that
+ *                     look like AMD family 0xf/0x10 (QEMU's TCG CPU, so
+ *                     every nested CI boot here) Linux searches all 256
+ *                     buses for an AGP bridge twice, 16k exits, ~1.6 s;
+ *                     the early quirks it also skips are for chipsets
+ *                     lkvm does not emulate;
  *   no_timer_check    no test that the IO-APIC timer interrupt works: the
  *                     in-kernel IO-APIC and PIT are known good;
  *   8250.nr_uarts=1   no probing for COM2-COM4, which lkvm has not.
  */
 const char arch_default_params[] =
-	"console=ttyS0 panic=-1 iommu=noaperture no_timer_check 8250.nr_uarts=1";
+	"console=ttyS0 panic=-1 pci=noearly no_timer_check 8250.nr_uarts=1";
 
 unsigned int arch_ram_layout(uint64_t ram_bytes,
 			     uint64_t ranges[ARCH_MAX_RAM_RANGES][2])

@@ -3,7 +3,8 @@
 # of lkvm (lkvm.run=/check.sh,STATUS), it prints what the tests assert on
 # as "@@FACT key=value" lines, then exits with STATUS, which guest/init
 # turns into a power-off (0) or a debug-exit write (anything else), so that
-# lkvm's own exit code is checked too.
+# lkvm's own exit code is checked too. STATUS "panic" crashes the kernel
+# at the end instead.
 status=${1:-0}
 
 fact() { echo "@@FACT $1=$2"; }
@@ -44,9 +45,24 @@ oops='WARNING:\|Call Trace\|BUG:\|Oops'
 fact acpi_errors "$(grep -ci "$acpi" /tmp/dmesg)"
 fact cpuid_warnings "$(grep -ci "$cpuid" /tmp/dmesg)"
 fact kernel_warnings "$(grep -c "$oops" /tmp/dmesg)"
+# What the guest waited for while booting (lkvm's default command line and
+# CPUID leaves remove these): the searches of all PCI buses for an AGP
+# bridge (for the AMD GART aperture, on CPUs of AMD family 0xf like TCG's), the IO-APIC timer check, legacy serial ports probed, and how the
+# TSC rate was found (kvmclock's 'tsc: Detected', not a PIT calibration).
+fact agp_searches "$(grep -c 'AGP: No AGP bridge found' /tmp/dmesg)"
+fact uart_ports "$(sed -n 's/.*Serial: 8250\/16550 driver, \([0-9]*\) ports.*/\1/p' /tmp/dmesg)"
+fact kvmclock "$(grep -c 'kvm-clock: Using msrs' /tmp/dmesg)"
+fact tsc_detected "$(grep -c 'tsc: Detected .* MHz processor' /tmp/dmesg)"
+fact tsc_calibrated "$(grep -ci 'TSC calibration\|calibrate TSC\|tsc: Unable' /tmp/dmesg)"
 # The offending lines themselves, for the failure message.
 { grep -i "$acpi\|$cpuid" /tmp/dmesg; grep "$oops" /tmp/dmesg; } |
 	head -n 20 | sed 's/^/@@DMESG /'
 
 fact "done" 1
+# STATUS "panic": crash the kernel instead; lkvm must say so (exit 4,
+# through pvpanic), not see a reboot (panic=-1) or wait for its timeout.
+if [ "$status" = panic ]; then
+	echo c >/proc/sysrq-trigger
+	sleep 5
+fi
 exit "$status"

@@ -24,6 +24,7 @@ LKVM_NESTED_LKVM=path tests another static lkvm build than ./lkvm.static.
 
 import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -68,17 +69,38 @@ COMBOS = list(_combos())
 TIMINGS = []
 
 
+def default_params(lkvm):
+    """lkvm's own default kernel command line, as `lkvm run --help` says."""
+    out = subprocess.run([lkvm, "run", "--help"], stdout=subprocess.PIPE,
+                         universal_newlines=True, check=True).stdout
+    lines = out.splitlines()
+    i = lines.index("lkvm's default kernel command line:")
+    return lines[i + 1].strip()
+
+
+def uses_defaults(cpus):
+    """The 1-vCPU boots take lkvm's default command line (--append), the
+    2-vCPU ones a plain -p; every flavour and format sees both."""
+    return cpus == 1
+
+
+def _l2_words(status):
+    # nokaslr: where lkvm's --timeout found the vCPUs is then a System.map
+    # name (see test_l2_boot)
+    return "quiet nokaslr lkvm.run=/check.sh,%d" % status
+
+
 def _l2_job(name, flavour, cpus, fmt, status, transport):
     kernel = "/l2/%s/%s" % (flavour, "bzImage" if fmt == "bzimage"
                             else "vmlinux")
-    # nokaslr: where lkvm's --timeout found the vCPUs is then a System.map
-    # name (see test_l2_boot)
-    params = ("console=ttyS0 quiet nokaslr panic=-1 lkvm.run=/check.sh,%d" %
-              status)
+    if uses_defaults(cpus):
+        cmdline = ["--append", _l2_words(status)]
+    else:
+        cmdline = ["-p", "console=ttyS0 panic=-1 " + _l2_words(status)]
     argv = ["lkvm", "run", "-k", kernel, "-i", "/l2/%s/initrd" % flavour,
             "-m", str(MEM_MIB), "-c", str(cpus), "--name", name,
             "--timeout", str(JOB_TIMEOUT), "-d", DISK,
-            "--virtio-transport", transport, "-p", params]
+            "--virtio-transport", transport] + cmdline
     # The shell's bound is later than lkvm's, so that lkvm's own --timeout
     # (exit 124) is what normally fires.
     return nested.Job(name, argv, timeout=JOB_TIMEOUT + 15)
@@ -99,6 +121,19 @@ def _profile_job():
     return nested.Job(PROFILE_JOB, argv, timeout=JOB_TIMEOUT + 15)
 
 
+# One more: a guest whose kernel panics after its checks, with lkvm's
+# default command line (panic=-1) and the initramfs's pvpanic module.
+PANIC_JOB = "panic-cloud-vmlinux"
+EXIT_PANIC = 4
+
+
+def _panic_job():
+    argv = ["lkvm", "run", "-k", "/l2/cloud/vmlinux", "-i", "/l2/cloud/initrd",
+            "-m", str(MEM_MIB), "--timeout", str(JOB_TIMEOUT),
+            "--append", "quiet lkvm.run=/check.sh,panic"]
+    return nested.Job(PANIC_JOB, argv, timeout=JOB_TIMEOUT + 15)
+
+
 def system_map(kernel):
     """The guest kernel's System.map, next to its vmlinuz in the package."""
     return os.path.join(os.path.dirname(kernel["bzimage"]),
@@ -109,11 +144,12 @@ def system_map(kernel):
 def l1(tmp_path_factory):
     work = nested.work_dir(tmp_path_factory, "nested")
     replay = os.environ.get("LKVM_NESTED_REPLAY")
+    lkvm = os.environ.get("LKVM_NESTED_LKVM") or nested.LKVM_STATIC
     if replay:
         res = nested.replay(replay)
         res.kernels = nested.fetch_kernels(FLAVOURS)
+        res.default_params = default_params(lkvm)
         return res
-    lkvm = os.environ.get("LKVM_NESTED_LKVM") or nested.LKVM_STATIC
     if not os.path.exists(lkvm):
         pytest.fail("%s is missing: run 'make lkvm.static'" % lkvm)
     nested.build_helpers()
@@ -132,10 +168,12 @@ def l1(tmp_path_factory):
     jobs = [nested.Job("probe", ["lkvm", "probe"], timeout=20)]
     jobs += [_l2_job(*c) for c in COMBOS]
     jobs.append(_profile_job())
+    jobs.append(_panic_job())
     res = nested.run_l1(jobs, files, l1_kernel=kernels["generic"],
                         workdir=work, lkvm=lkvm)
     res.kernels = kernels
     res.workdir = work
+    res.default_params = default_params(lkvm)
     TIMINGS.append("nested: L1 %s in %.1f s on the host (L1 init at %s s);"
                    " console log %s/console.log" % (
                        "completed" if res.completed else "FAILED",
@@ -214,6 +252,29 @@ def test_l2_boot(l1, name, flavour, cpus, fmt, status, transport):
         if facts.get("disk_rw") != "same":
             problems.append("disk (%s): data read back %s" % (
                 transport, facts.get("disk_rw")))
+    # What the guest no longer waits for: the TSC rate from kvmclock, never
+    # calibrated; with lkvm's default command line (all of it, no_timer_check
+    # included: its effect leaves no trace in dmesg), no early PCI scans and
+    # one UART probed; with a plain -p, the four UARTs that line saves.
+    if (facts.get("kvmclock"), facts.get("tsc_detected"),
+            facts.get("tsc_calibrated")) != ("1", "1", "0"):
+        problems.append("TSC rate: kvmclock %s, 'tsc: Detected' %s, "
+                        "calibrations %s" % (
+                            facts.get("kvmclock"), facts.get("tsc_detected"),
+                            facts.get("tsc_calibrated")))
+    if uses_defaults(cpus):
+        want = "%s %s" % (l1.default_params, _l2_words(status))
+        if facts.get("cmdline", "").strip() != want:
+            problems.append("cmdline %r, expected %r" % (
+                facts.get("cmdline"), want))
+        if (facts.get("agp_searches"), facts.get("uart_ports")) != ("0", "1"):
+            problems.append("with lkvm's default command line: %s AGP "
+                            "searches, %s UARTs probed" % (
+                                facts.get("agp_searches"),
+                                facts.get("uart_ports")))
+    elif facts.get("uart_ports") != "4":
+        problems.append("with a plain -p: %s UARTs probed, 4 expected" %
+                        facts.get("uart_ports"))
     for key, what in (("acpi_errors", "ACPI errors"),
                       ("cpuid_warnings", "XSAVE/CPUID consistency warnings"),
                       ("kernel_warnings", "kernel WARN/BUG/Oops lines")):
@@ -221,6 +282,16 @@ def test_l2_boot(l1, name, flavour, cpus, fmt, status, transport):
             problems.append("%s %s in dmesg" % (facts[key], what))
     assert not problems, "%s: %s\n%s%s" % (
         name, "; ".join(problems), "\n".join(j.dmesg), where)
+
+
+def test_guest_panic_is_reported(l1):
+    """A Linux panic ends lkvm with its panic status at once: the
+    initramfs loads pvpanic, whose notifier runs before panic=-1's reboot."""
+    j = l1.jobs.get(PANIC_JOB)
+    assert j is not None and j.exit is not None, l1.describe()
+    assert j.facts.get("done") == "1", j.tail()
+    assert any("Kernel panic" in ln for ln in j.console), j.tail()
+    assert j.exit == EXIT_PANIC, j.tail()
 
 
 def test_boot_profile_milestones(l1):
