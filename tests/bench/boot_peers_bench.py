@@ -16,6 +16,9 @@ the work tree read-write, a working /dev/kvm) runs this script again with
                            output says which);
   lkvm PVH -p              -p "console=ttyS0 quiet panic=-1 ...": no
                            default command line, to show what it gains;
+  lkvm PVH, no --stats     "lkvm PVH" without --stats (every other lkvm
+                           variant has it), to show what timing its exits
+                           costs;
   lkvm PVH initrd none|lz4|zstd
                            "lkvm PVH" with the initramfs uncompressed, or
                            compressed by lz4 -l or zstd (mkinitramfs
@@ -50,9 +53,14 @@ the marker; for lkvm the --stats boot milestones (first_entry,
 first_exit, init_start, exit_request: ms since lkvm's main()). The
 variants take turns in LKVM_BENCH_BOOT_PEERS_ROUNDS rounds (default 5),
 each round in a different order; medians are shown with every round's
-figure. A run whose marker never comes (nested TCG loses an L2 now and
-then) is run once more and said so; a variant lost twice in a row in the
-first round is dropped from the later rounds, saying why.
+figure. The guests' files and lkvm and kvmtool are copied to L1's own
+/tmp first (the work tree's 9p mount has no page cache: a file read from
+it pays 9p on every launch, which kvmtool and QEMU, from the cached host
+root, would not for their binaries). A run whose marker never comes
+(nested TCG loses an L2 now and then) is run once more and said so; a
+variant lost twice in a row in the first round is dropped from the later
+rounds, saying why. Another QEMU TCG process on the host (somebody else's
+L1 on the same two cores) during the bench is reported as noise.
 
 Tiny guests: launch-to-exit of lkvm with guest/kit/quick.elf (its first
 instruction ends the VM) against kvmtool with guest/kit/peer/
@@ -116,11 +124,14 @@ PREFIX = "boot-peers: "
 # (label, VMM, kernel, initramfs compression, command line); the lkvm ones
 # first, the peers after. Command line: "default" is lkvm's own with the
 # guest's needs appended (where lkvm has --append), "plain" -p with only
-# ours; the peers get theirs (see vmm_command).
+# ours; the peers get theirs (see vmm_command). ",nostats": without
+# --stats, to see what its clock reads per exit cost (L1's clocksource is
+# the HPET, which TCG emulates).
 VARIANTS = [
     ("lkvm bzImage", "lkvm", "bzimage", "gzip", "default"),
     ("lkvm PVH", "lkvm", "vmlinux", "gzip", "default"),
     ("lkvm PVH -p", "lkvm", "vmlinux", "gzip", "plain"),
+    ("lkvm PVH, no --stats", "lkvm", "vmlinux", "gzip", "default,nostats"),
     ("lkvm PVH initrd none", "lkvm", "vmlinux", "none", "default"),
     ("lkvm PVH initrd lz4", "lkvm", "vmlinux", "lz4", "default"),
     ("lkvm PVH initrd zstd", "lkvm", "vmlinux", "zstd", "default"),
@@ -147,7 +158,14 @@ def slug(label):
 
 # --- tiny guests (in L1 and on the host) -----------------------------------
 
+def local_path(cfg, path):
+    """Where a file is read from: its copy in L1's /tmp if stage_inputs
+    made one."""
+    return cfg.get("local", {}).get(str(path), str(path))
+
+
 def tiny_command(kind, guest, cfg):
+    guest = local_path(cfg, guest)
     if kind == "lkvm":
         return [cfg["lkvm"], "run", "-q", "--timeout", str(TINY_TIMEOUT - 5),
                 "-m", "64", "-c", "1", "-k", guest]
@@ -258,10 +276,12 @@ def vmm_command(kind, kernel, comp, mode, cfg, stats):
     """argv of one run of a variant."""
     k = cfg[kernel]
     initrd = cfg["initrd"][comp]
+    mode, _, nostats = (mode or "").partition(",")
     if kind == "lkvm":
         argv = [cfg["lkvm"], "run", "--timeout", str(RUN_TIMEOUT - 10),
-                "-k", k, "-i", initrd, "-m", str(MEM), "-c", str(CPUS),
-                "--stats", stats]
+                "-k", k, "-i", initrd, "-m", str(MEM), "-c", str(CPUS)]
+        if not nostats:
+            argv += ["--stats", stats]
         ours = f"{ESSENTIALS} {guest_cmdline('exit')}"
         if mode == "default" and cfg["append"]:
             # The essentials too: every guest has them whatever lkvm's
@@ -369,7 +389,7 @@ def one_run(kind, kernel, comp, mode, cfg, name):
            "init": None if t_init is None else round(t_init, 3),
            "exit": round(t_exit, 3) if clean else None,
            "wall": round(t_exit, 3), "up": up, "cmdline": cmdline}
-    if kind == "lkvm":
+    if kind == "lkvm" and stats.exists():
         run["marks"] = boot_marks(stats)
     if not run["ok"] or not clean:
         run["tail"] = [x for x in text + stderr.splitlines() if x][-12:]
@@ -402,7 +422,7 @@ def warm_up(cfg):
                      "host", "-m", "64", "-nodefaults", "-nographic",
                      "-serial", "stdio", "-no-reboot", "-device",
                      "isa-debug-exit,iobase=0x501,iosize=1", "-kernel",
-                     str(QUICK)], stdin=subprocess.DEVNULL,
+                     local_path(cfg, QUICK)], stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                     timeout=120).returncode
             except subprocess.TimeoutExpired:
@@ -410,6 +430,35 @@ def warm_up(cfg):
             out[f"qemu_{machine}"] = {"rc": rc, "s": round(
                 time.monotonic() - t1, 2)}
     return out
+
+
+def stage_inputs(cfg):
+    """Copy the guests' files and the VMMs that are single files (lkvm,
+    kvmtool) to L1's own /tmp (ext4), and point cfg at the copies. The work
+    tree's 9p mount has no page cache: a binary or initramfs read from it
+    costs a 9p round trip per page on every launch (lkvm.static, from the
+    work tree, paid 0.1-0.3 s a launch that kvmtool, from the cached host
+    root, did not). QEMU stays on the host root (cache=loose), its
+    libraries and firmware read once by warm_up."""
+    dest = Path("/tmp/boot-peers/in")
+    dest.mkdir(parents=True, exist_ok=True)
+    local = {}
+
+    def copy(path):
+        if path not in local:
+            to = dest / f"{len(local)}-{Path(path).name}"
+            shutil.copy2(path, to)      # the mode too: executables
+            local[path] = str(to)
+        return local[path]
+
+    for k in ("lkvm", "kvmtool", "bzimage", "vmlinux"):
+        if cfg.get(k):
+            cfg[k] = copy(cfg[k])
+    cfg["initrd"] = {c: copy(p) for c, p in cfg["initrd"].items()}
+    for guest in [str(QUICK)] + [g for _, _, g in TINY]:
+        if os.path.exists(guest):
+            copy(guest)
+    cfg["local"] = local
 
 
 def fig(v, prec=2):
@@ -421,6 +470,7 @@ def l1_main(work):
     (work / "runs").mkdir(exist_ok=True)
     results = {"boot": {}, "dropped": {}}
     t0 = time.monotonic()
+    stage_inputs(cfg)
     results["warmup"] = warm_up(cfg)
     print(f"{PREFIX}warm-up: {results['warmup']}", flush=True)
     results["tiny_l1"] = tiny_bench(
@@ -568,7 +618,10 @@ def print_tables(results, cfg, skipped, tiny_host, notes):
     for label, res in boot.items():
         if not label.startswith("lkvm"):
             continue
-        marks = [r.get("marks") or {} for r in res["runs"] if r["ok"]]
+        marks = [r["marks"] for r in res["runs"]
+                 if r["ok"] and r.get("marks")]
+        if not marks:
+            continue
         print(f"{label:<22}" + "".join(
             fmt(med(m.get(k) for m in marks), 13, 0) for k in MILESTONES))
     comp = {}
