@@ -71,3 +71,17 @@ bench-net-peers:
 	scripts/fetch-kernel.sh generic >/dev/null
 	$(MAKE) --no-print-directory lkvm.static guest/init/init
 	/usr/bin/python3 tests/bench/net_peers_bench.py
+
+# Boot to init of Debian's cloud kernel under lkvm (bzImage, PVH, its
+# default command line, a plain -p, no --stats, four initramfs compressions),
+# kvmtool and QEMU (-M pc, -M microvm), interleaved rounds in one nested L1,
+# and tiny guests' launch-to-exit (lkvm, kvmtool) in L1 and on the host
+# (tests/bench/boot_peers_bench.py; about 6 min, both cores). Missing peers
+# are skipped, saying so; kvmtool: scripts/peers/build-kvmtool.sh.
+.PHONY: bench-boot-peers
+BENCH_TARGETS += bench-boot-peers
+bench-boot-peers:
+	scripts/fetch-kernel.sh cloud >/dev/null
+	$(MAKE) --no-print-directory lkvm.static guest/init/init guest-kit \
+		peer-kit
+	/usr/bin/python3 tests/bench/boot_peers_bench.py

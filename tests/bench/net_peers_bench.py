@@ -52,8 +52,6 @@ import json
 import os
 import re
 import shutil
-import signal
-import statistics
 import subprocess
 import sys
 import threading
@@ -64,6 +62,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "nested"))
 import nested  # noqa: E402
+sys.path.insert(0, str(HERE))
+from peers import (follow, kvmtool_binary, med, stop,  # noqa: E402
+                   version)
 
 LKVM = Path(os.environ.get("LKVM_NESTED_LKVM") or ROOT / "lkvm.static")
 QEMU = Path("/usr/bin/qemu-system-x86_64")
@@ -94,12 +95,6 @@ NESTED_NOTE = ("NESTED TCG: L1 is a QEMU TCG guest and every L2 instruction"
                " and exit is emulated; absolute Mbit/s are correctness-level"
                " figures only, the ratios within this one run are what"
                " count")
-
-
-def kvmtool_binary():
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(os.environ.get("KVMTOOL") or
-                os.path.join(cache, "lkvm", "peers", "kvmtool"))
 
 
 # --- in L1 -----------------------------------------------------------------
@@ -144,18 +139,6 @@ def fresh_tap():
     sh("ip", "tuntap", "add", "dev", TAP, "mode", "tap")
     sh("ip", "addr", "add", f"{L1_ADDR}/24", "dev", TAP)
     sh("ip", "link", "set", TAP, "up")
-
-
-def stop(proc, grace):
-    """Wait up to grace seconds for proc, then kill its process group (it
-    was started in a session of its own); its exit status, None if
-    killed."""
-    try:
-        return proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        return None
 
 
 def parse_console(text):
@@ -302,11 +285,6 @@ def l1_main(work):
 
 # --- on the host ---------------------------------------------------------
 
-def med(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
 def fmt(v, width, prec=1):
     return f"{'-':>{width}}" if v is None else f"{v:>{width}.{prec}f}"
 
@@ -401,49 +379,6 @@ def print_table(results, cfg, skipped):
     print(f"*** {NESTED_NOTE} ***")
 
 
-def follow(path, done):
-    """Print the L1 part's progress lines ("net-peers: ...") as L1's
-    console log grows, until done is set."""
-    f, part = None, b""
-    while not done.is_set():
-        if f is None:
-            try:
-                f = open(path, "rb")
-            except FileNotFoundError:
-                done.wait(1)
-                continue
-        data = f.readline()
-        if not data:
-            # A second L1 boot starts a new log (the first is renamed).
-            try:
-                if os.stat(path).st_ino != os.fstat(f.fileno()).st_ino:
-                    f.close()
-                    f, part = None, b""
-                    continue
-            except FileNotFoundError:
-                pass
-            done.wait(1)
-            continue
-        part += data
-        if part.endswith(b"\n"):
-            line = part.decode(errors="replace").replace("\r", "").strip()
-            part = b""
-            if line.startswith("net-peers: "):
-                print(line, flush=True)
-    if f:
-        f.close()
-
-
-def version(argv):
-    """The first line a program prints about its version, or '?'."""
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True,
-                             timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return "?"
-    return (out.strip().splitlines() or ["?"])[0]
-
-
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--in-l1":
         return l1_main(Path(sys.argv[2]))
@@ -494,7 +429,8 @@ def main():
     log = Path(l1shell.WORK) / "bench-net-peers.console.log"
     log.unlink(missing_ok=True)
     done = threading.Event()
-    follower = threading.Thread(target=follow, args=(log, done), daemon=True)
+    follower = threading.Thread(target=follow,
+                                args=(log, done, "net-peers: "), daemon=True)
     follower.start()
     try:
         res = l1shell.run(["/usr/bin/python3", str(Path(__file__).resolve()),

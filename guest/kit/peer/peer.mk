@@ -15,6 +15,9 @@
 #                       writes (outl / movl), which kvmtool's 2-byte
 #                       ioeventfds do not match: every kick is a vCPU exit
 #                       (kvmtool has no --no-ioeventfd).
+# quick_kvmtool.bin     guest/kit/quick.S for kvmtool: its first
+#                       instructions end the VM, through the i8042 reset;
+# quick_kvmtool_tf.bin  the same through a triple fault (QUICK_TRIPLE=1).
 #
 # Built with the host compiler and the guest kit's flags; objects in
 # build/peer. PEER_KICKS=N rebuilds with another count (no cmdline in a
@@ -36,7 +39,8 @@ PEER_LDFLAGS	:= -nostdlib -static -no-pie -Wl,--build-id=none \
 		   -Wl,--no-warn-rwx-segments
 
 PEER_BINS	:= $(PEER_DIR)/kick_kvmtool.bin $(PEER_DIR)/kick_kvmtool_pio.bin \
-		   $(PEER_DIR)/kick_kvmtool_exit.bin
+		   $(PEER_DIR)/kick_kvmtool_exit.bin $(PEER_DIR)/quick_kvmtool.bin \
+		   $(PEER_DIR)/quick_kvmtool_tf.bin
 PEER_DEPS	:= $(PEER_DIR)/kick_kvmtool.c $(PEER_DIR)/kick_kvmtool.S guest/kit/cpu.h guest/kit/paging.h \
 		   $(PEER_DIR)/kick_kvmtool.ld $(PEER_DIR)/peer.mk
 
@@ -61,6 +65,20 @@ endef
 $(eval $(call peer_kick,kick_kvmtool,))
 $(eval $(call peer_kick,kick_kvmtool_pio,-DNOTIFY_PIO=1))
 $(eval $(call peer_kick,kick_kvmtool_exit,-DNOTIFY_EXIT=1))
+
+# $(1): name, $(2): extra -D flags; assembly only, no kick count.
+define peer_quick
+$(PEER_OBJ)/$(1).elf: $(PEER_DIR)/quick_kvmtool.S $(PEER_DIR)/kick_kvmtool.ld $(PEER_DIR)/peer.mk
+	@mkdir -p $(PEER_OBJ)
+	$(PEER_CC) $(PEER_CFLAGS) $(2) -c -o $(PEER_OBJ)/$(1).o $(PEER_DIR)/quick_kvmtool.S
+	$(PEER_CC) $(PEER_CFLAGS) $(PEER_LDFLAGS) -o $$@ $(PEER_OBJ)/$(1).o
+
+$(PEER_DIR)/$(1).bin: $(PEER_OBJ)/$(1).elf
+	$(PEER_OBJCOPY) -O binary $$< $$@
+endef
+
+$(eval $(call peer_quick,quick_kvmtool,))
+$(eval $(call peer_quick,quick_kvmtool_tf,-DTRIPLE_FAULT=1))
 
 # A stamp per kick count, so that changing PEER_KICKS rebuilds.
 $(PEER_OBJ)/kicks.$(PEER_KICKS):
