@@ -38,6 +38,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -511,6 +512,41 @@ static void kill_all(void)
 		;
 }
 
+static sigjmp_buf port_fault_jmp;
+
+static void port_fault(int sig)
+{
+	(void)sig;
+	siglongjmp(port_fault_jmp, 1);
+}
+
+/*
+ * One byte to an I/O port from user space; false (errno set) if it could
+ * not be done.
+ * A fault is survived: this init also runs under other VMMs (the
+ * benchmarks), and in one nested set-up (QEMU -M pc under TCG's SVM) every
+ * user-space port access takes a #GP, which would kill PID 1.
+ */
+static bool port_write(uint16_t port, uint8_t value)
+{
+	struct sigaction sa = { .sa_handler = port_fault }, old;
+	bool done = false;
+
+	if (ioperm(port, 1, 1))
+		return false;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, &old);
+	if (!sigsetjmp(port_fault_jmp, 1)) {
+		outb(value, port);
+		done = true;
+	} else {
+		errno = EFAULT;
+	}
+	sigaction(SIGSEGV, &old, NULL);
+	ioperm(port, 1, 0);
+	return done;
+}
+
 /*
  * lkvm's boot profile marks the moment user space began (--boot-profile):
  * one write to its boot-marker port, before anything else. Elsewhere the
@@ -518,19 +554,14 @@ static void kill_all(void)
  */
 static void boot_marker(void)
 {
-	if (!ioperm(BOOT_MARKER_PORT, 1, 1)) {
-		outb(1, BOOT_MARKER_PORT);
-		ioperm(BOOT_MARKER_PORT, 1, 0);
-	}
+	port_write(BOOT_MARKER_PORT, 1);
 }
 
 static void debug_exit(int status)
 {
-	if (ioperm(DEBUG_EXIT_PORT, 1, 1)) {
-		msg("ioperm: %s", strerror(errno));
-		return;
-	}
-	outb(status & 0xff, DEBUG_EXIT_PORT);
+	if (!port_write(DEBUG_EXIT_PORT, status & 0xff))
+		msg("cannot write the exit status to port %#x: %s",
+		    DEBUG_EXIT_PORT, strerror(errno));
 }
 
 static __attribute__((noreturn)) void end_vm(int status,
