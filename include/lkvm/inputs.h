@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What the user named on the command line, opened and checked before
- * /dev/kvm is: the kernel, initrd or firmware (read, decoded, fitted into
+ * /dev/kvm is: the kernel, initrd or firmware (mapped, decoded, fitted into
  * -m), the disks (opened and locked) and the network backends (taps
  * attached or created and their scripts run, user-mode networks with their
  * hostfwd ports bound). A missing file, a bad image, a locked disk, a busy
