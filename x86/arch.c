@@ -34,7 +34,7 @@
  *   pci=noearly       no PCI scans before the PCI subsystem: on CPUs that
  *                     look like AMD family 0xf/0x10 (QEMU's TCG CPU, so
  *                     every nested CI boot here) Linux searches all 256
- *                     buses for an AGP bridge twice, 16k exits, ~1.6 s;
+ *                     buses for an AGP bridge twice: 16k exits, 0.5-0.7 s;
  *                     the early quirks it also skips are for chipsets
  *                     lkvm does not emulate;
  *   no_timer_check    no test that the IO-APIC timer interrupt works: the
