@@ -95,7 +95,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "nested"))
 import nested  # noqa: E402
 sys.path.insert(0, str(HERE))
-from peers import (follow, kvmtool_binary, med, stop,  # noqa: E402
+from peers import (kvmtool_binary, med, run_l1_part, stop,  # noqa: E402
                    version)
 
 LKVM = Path(os.environ.get("LKVM_NESTED_LKVM") or ROOT / "lkvm.static")
@@ -770,7 +770,6 @@ def main():
     if not LKVM.exists():
         sys.exit(f"boot-peers: {LKVM} is missing (make lkvm.static); "
                  "nothing measured")
-    import l1shell  # noqa: E402
     WORK.mkdir(parents=True, exist_ok=True)
     for p in [WORK / "results.json", *(WORK / "runs").glob("*.log")]:
         p.unlink(missing_ok=True)
@@ -836,35 +835,12 @@ def main():
           f"{NESTED_NOTE}", flush=True)
     env = {"LKVM_BENCH_BOOT_PEERS_ROUNDS": str(ROUNDS),
            "LKVM_BENCH_BOOT_PEERS_TINY_RUNS": str(TINY_RUNS)}
-    # l1shell keeps L1's console there as it comes: progress from it.
-    log = Path(l1shell.WORK) / "bench-boot-peers.console.log"
-    log.unlink(missing_ok=True)
-    done = threading.Event()
-    follower = threading.Thread(target=follow, args=(log, done, PREFIX),
-                                daemon=True)
-    follower.start()
-    try:
-        res = l1shell.run(["/usr/bin/python3", str(Path(__file__).resolve()),
-                           "--in-l1", str(WORK)], env=env,
-                          name="bench-boot-peers", echo=False,
-                          timeout=900 + 2 * n * (RUN_TIMEOUT + 10))
-    finally:
-        time.sleep(1.5)
-        done.set()
-        follower.join()
+    res = run_l1_part(__file__, WORK, env, "bench-boot-peers", PREFIX,
+                      900 + 2 * n * (RUN_TIMEOUT + 10))
     results_path = WORK / "results.json"
     failed = res.status != 0
-    if failed:
-        print(f"{PREFIX}the L1 part failed ({res.status}, {res.why}):\n"
-              f"{res.l1.tail() if res.l1 else ''}")
-        if not results_path.exists():
-            return 1
-        print(f"{PREFIX}what it measured before that:")
-    if res.retried:
-        # nested.py said so on stderr when it happened; the first L1's
-        # console is kept beside the second's, as .died.
-        print(f"{PREFIX}L1 was booted twice, every run made again in the "
-              "second: " + res.retried.split("; last console")[0])
+    if not results_path.exists():
+        return 1
     watch_done.set()
     watcher.join()
     notes = []

@@ -54,7 +54,6 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -63,7 +62,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "nested"))
 import nested  # noqa: E402
 sys.path.insert(0, str(HERE))
-from peers import (follow, kvmtool_binary, med, stop,  # noqa: E402
+from peers import (kvmtool_binary, med, run_l1_part, stop,  # noqa: E402
                    version)
 
 LKVM = Path(os.environ.get("LKVM_NESTED_LKVM") or ROOT / "lkvm.static")
@@ -388,7 +387,6 @@ def main():
                  "nothing measured")
     if not IPERF3.exists():
         sys.exit(f"net-peers: {IPERF3} is missing: scripts/install-deps.sh")
-    import l1shell  # noqa: E402
     WORK.mkdir(parents=True, exist_ok=True)
     for p in [WORK / "results.json", *(WORK / "runs").glob("*.log")]:
         p.unlink(missing_ok=True)
@@ -425,35 +423,12 @@ def main():
         print(f"net-peers: skipped: {s}", flush=True)
     env = {"LKVM_BENCH_NET_PEERS_ROUNDS": str(ROUNDS),
            "LKVM_BENCH_NET_PEERS_SECONDS": str(SECONDS)}
-    # l1shell keeps L1's console there as it comes: progress from it.
-    log = Path(l1shell.WORK) / "bench-net-peers.console.log"
-    log.unlink(missing_ok=True)
-    done = threading.Event()
-    follower = threading.Thread(target=follow,
-                                args=(log, done, "net-peers: "), daemon=True)
-    follower.start()
-    try:
-        res = l1shell.run(["/usr/bin/python3", str(Path(__file__).resolve()),
-                           "--in-l1", str(WORK)], env=env,
-                          name="bench-net-peers", echo=False,
-                          timeout=900 + 2 * n * (RUN_TIMEOUT + 10))
-    finally:
-        time.sleep(1.5)
-        done.set()
-        follower.join()
+    res = run_l1_part(__file__, WORK, env, "bench-net-peers", "net-peers: ",
+                      900 + 2 * n * (RUN_TIMEOUT + 10))
     results = WORK / "results.json"
     failed = res.status != 0
-    if failed:
-        print(f"net-peers: the L1 part failed ({res.status}, {res.why}):\n"
-              f"{res.l1.tail() if res.l1 else ''}")
-        if not results.exists():
-            return 1
-        print("net-peers: what it measured before that:")
-    if res.retried:
-        # nested.py said so on stderr when it happened; the first L1's
-        # console is kept beside the second's, as .died.
-        print("net-peers: L1 was booted twice, every run made again in the "
-              "second: " + res.retried.split("; last console")[0])
+    if not results.exists():
+        return 1
     print_table(json.loads(results.read_text()), cfg, skipped)
     print(f"({time.monotonic() - t0:.0f} s in all, L1 {res.elapsed:.0f} s; "
           f"console logs in {WORK / 'runs'})")

@@ -6,7 +6,12 @@ import os
 import signal
 import statistics
 import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nested"))
 
 
 def kvmtool_binary():
@@ -76,3 +81,38 @@ def version(argv):
     except (OSError, subprocess.SubprocessError):
         return "?"
     return (out.strip().splitlines() or ["?"])[0]
+
+
+def run_l1_part(script, work, env, name, prefix, timeout):
+    """Run `script --in-l1 work` in one nested L1 (tests/nested/l1shell.py),
+    echoing its progress lines (those starting with prefix) as they come,
+    and say how L1 went: a failure (with L1's console tail) and a second L1
+    boot. The l1shell result; its results are in work/results.json, which
+    exists if the L1 part got that far."""
+    import l1shell  # noqa: E402
+    # l1shell keeps L1's console there as it comes: progress from it.
+    log = Path(l1shell.WORK) / f"{name}.console.log"
+    log.unlink(missing_ok=True)
+    done = threading.Event()
+    follower = threading.Thread(target=follow, args=(log, done, prefix),
+                                daemon=True)
+    follower.start()
+    try:
+        res = l1shell.run(["/usr/bin/python3", str(Path(script).resolve()),
+                           "--in-l1", str(work)], env=env, name=name,
+                          echo=False, timeout=timeout)
+    finally:
+        time.sleep(1.5)
+        done.set()
+        follower.join()
+    if res.status != 0:
+        print(f"{prefix}the L1 part failed ({res.status}, {res.why}):\n"
+              f"{res.l1.tail() if res.l1 else ''}")
+        if (Path(work) / "results.json").exists():
+            print(f"{prefix}what it measured before that:")
+    if res.retried:
+        # nested.py said so on stderr when it happened; the first L1's
+        # console is kept beside the second's, as .died.
+        print(f"{prefix}L1 was booted twice, every run made again in the "
+              "second: " + res.retried.split("; last console")[0])
+    return res
