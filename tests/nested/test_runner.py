@@ -1,8 +1,8 @@
 """The nested runner's own decisions (nested.run_l1), with QEMU replaced by
 canned L1 consoles: an L1 that dies is booted once more; a job whose L2
-triple-faulted without a word from its kernel runs once more in a fresh L1
-and only that result counts; an L2 whose kernel panicked first is a
-failure as it is, never run again. Takes well under a second."""
+triple-faulted without a word from its kernel (or reported a fault no CPU
+raises) runs once more in a fresh L1 and only that result counts; an L2
+whose kernel panicked first is a failure as it is, never run again. Takes well under a second."""
 
 import os
 import sys
@@ -152,3 +152,33 @@ def test_dead_l1_boots_once_more(boots):
     res = boots["run"](JOBS)
     assert res.completed and res.jobs["a"].facts == {"x": "3"}
     assert "QEMU exited 1" in res.first_attempt
+
+
+DOUBLE_FAULT = [
+    "[   11.943193] traps: PANIC: double fault, error_code: 0x0",
+    "[   11.943218] double fault: 0000 [#1] PREEMPT SMP NOPTI",
+    "[   11.943218] CPU: 0 PID: 96 Comm: ld.so Not tainted 6.1.0-57-amd64 #1",
+    "[   11.943218] RIP: 0010:entry_SYSCALL_64+0x0/0x29",
+    "[   11.943218] Call Trace:",
+    "lkvm: warning: guest panicked (exit status 4)"]
+
+
+def test_double_fault_at_syscall_entry_runs_once_more(boots):
+    """The CI run of 2026-12-02: a fault on swapgs, which cannot fault."""
+    boots["consoles"] = [
+        (console([("a", [], 0), ("b", DOUBLE_FAULT, 0)]), 0),
+        (console([("b", ["@@FACT x=2"], 0)]), 0),
+    ]
+    res = boots["run"](JOBS)
+    assert boots["images"] == [["a", "b"], ["b"]]
+    assert res.jobs["b"].facts == {"x": "2"}
+    assert "double fault at the syscall entry" in nested.RERUNS[0]
+
+
+def test_double_fault_elsewhere_is_not_run_again(boots):
+    other = [line.replace("entry_SYSCALL_64+0x0/0x29",
+                          "virtqueue_add_split+0x1a/0x400")
+             for line in DOUBLE_FAULT]
+    boots["consoles"] = [(console([("a", [], 0), ("b", other, 0)]), 0)]
+    boots["run"](JOBS)
+    assert boots["images"] == [["a", "b"]]
