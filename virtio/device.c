@@ -115,6 +115,8 @@ static void virtio_queue_stop(struct virtio_device *vdev,
 		if (read(q->kick_fd, &count, sizeof(count)) == sizeof(count))
 			q->kicks_eventfd += count;
 	}
+	if (vdev->ops->queue_stop)
+		vdev->ops->queue_stop(vdev, q);
 	virtio_poll_reset(vdev, q);
 	virtq_exit(&q->ring);
 }
@@ -433,16 +435,21 @@ bool virtio_queue_serve(struct virtio_device *vdev, struct virtio_queue *q,
 	do {
 		virtq_enable_notify(&q->ring, false);
 		while ((ret = virtq_pop(&q->ring, &c)) > 0) {
+			enum virtio_chain_result r;
+
 			written = 0;
-			if (handle(q, &c, opaque, &written) ==
-			    VIRTIO_CHAIN_HELD) {
+			r = handle(q, &c, opaque, &written);
+			if (r == VIRTIO_CHAIN_HELD) {
 				virtq_unpop(&q->ring, 1);
 				virtio_queue_publish(vdev, q);
 				return false;
 			}
 			q->requests++;
 			served++;
-			virtq_push(&q->ring, c.head, written);
+			if (r == VIRTIO_CHAIN_USED)
+				virtq_push(&q->ring, c.head, written);
+			else
+				written = c.in_len;	/* what it will move */
 			if (serve_budget_spent(on_thread, &chains, &bytes, &c,
 					       written)) {
 				virtio_queue_publish(vdev, q);

@@ -80,6 +80,13 @@ struct virtio_device_ops {
 	/* Optional: a config write landed in vdev->config. */
 	void (*config_written)(struct virtio_device *vdev, unsigned int offset,
 			       unsigned int len);
+	/*
+	 * Optional: q stops (a reset, the queue disabled, the VM's end),
+	 * under q->lock. Every request the device still has in flight on q
+	 * must be finished or abandoned by the time it returns: nothing may
+	 * be pushed to the ring after it.
+	 */
+	void (*queue_stop)(struct virtio_device *vdev, struct virtio_queue *q);
 	/* Optional: the driver reset the device. */
 	void (*reset)(struct virtio_device *vdev);
 	/* Optional: DRIVER_OK, features final; called under vdev->lock. */
@@ -166,11 +173,17 @@ void virtio_queue_publish(struct virtio_device *vdev, struct virtio_queue *q);
 
 /*
  * What a device's handler did with one chain: used it (*written bytes
- * into its device-writable part; the core pushes it), or held it (the
- * core puts it back, and serving stops until the device serves the queue
- * again, say when its backend has room).
+ * into its device-writable part; the core pushes it), held it (the core
+ * puts it back, and serving stops until the device serves the queue
+ * again, say when its backend has room), or took it to finish later (an
+ * asynchronous request: the device pushes its head itself, under q->lock,
+ * and publishes; its buffers stay the guest's RAM the whole time).
  */
-enum virtio_chain_result { VIRTIO_CHAIN_USED, VIRTIO_CHAIN_HELD };
+enum virtio_chain_result {
+	VIRTIO_CHAIN_USED,
+	VIRTIO_CHAIN_HELD,
+	VIRTIO_CHAIN_ASYNC,
+};
 typedef enum virtio_chain_result (*virtio_chain_fn)(struct virtio_queue *q,
 						    const struct virtq_chain *c,
 						    void *opaque,
