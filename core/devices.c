@@ -94,6 +94,7 @@ int devices_create(struct vm *vm, struct vm_inputs *in)
 			.nr_queues = MIN(cfg->nr_cpus, (unsigned int)VIRTIO_MAX_QUEUES - 1),
 			.use_ioeventfd = !cfg->no_ioeventfd,
 			.poll = device_poll(cfg, cfg->disks[i].poll),
+			.aio = cfg->disks[i].aio,
 			.pool = devices_pool(d),
 		};
 

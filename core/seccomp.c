@@ -99,8 +99,11 @@ static const struct sc_rule base_rules[] = {
 static const struct sc_rule device_rules[] = {
 	/* disks: vectored I/O, FLUSH, DISCARD and WRITE_ZEROES */
 	ALLOW(preadv), ALLOW(pwritev), ALLOW(pread64), ALLOW(pwrite64),
+	ALLOW(preadv2), ALLOW(pwritev2),
 	ALLOW(fdatasync), ALLOW(fallocate),
 	IOCTL(BLKDISCARD), IOCTL(BLKZEROOUT),
+	/* io_uring disks: submitting and reaping (its rings are made first) */
+	ALLOW(io_uring_enter),
 	/* tap queues as the driver configures them */
 	IOCTL(TUNSETOFFLOAD), IOCTL(TUNSETQUEUE), IOCTL(TUNSETVNETHDRSZ),
 	/* a queue's ioeventfd, made by the thread that starts the queue */
@@ -124,6 +127,8 @@ static const struct sc_rule io_rules[] = {
 /* The main loop, then the teardown, --stats and the timeout report. */
 static const struct sc_rule main_rules[] = {
 	ALLOW(poll), ALLOW(ppoll), ALLOW(epoll_ctl), ALLOW(getrusage),
+	/* the disks' io_uring drained at the end */
+	ALLOW(io_uring_enter),
 	/* --stats: its file, /proc/self/status and statm, guest RAM RSS */
 	ALLOW(openat), ALLOW(newfstatat), ALLOW(fstat), ALLOW(lseek),
 	ALLOW(mincore),

@@ -19,6 +19,17 @@
 #include "lkvm/disk.h"
 #include "lkvm/util.h"
 
+static int disk_parse_aio(const char *s, size_t n, enum disk_aio_mode *mode)
+{
+	if (n == 8 && !strncmp(s, "io_uring", 8))
+		*mode = DISK_AIO_URING;
+	else if (n == 4 && !strncmp(s, "sync", 4))
+		*mode = DISK_AIO_SYNC;
+	else
+		return -1;
+	return 0;
+}
+
 int disk_parse_option(const char *arg, struct disk_config *cfg)
 {
 	const char *opt = strchr(arg, ',');
@@ -46,8 +57,14 @@ int disk_parse_option(const char *arg, struct disk_config *cfg)
 				       arg);
 				return -1;
 			}
+		} else if (n > 4 && !strncmp(name, "aio=", 4)) {
+			if (disk_parse_aio(name + 4, n - 4, &cfg->aio)) {
+				pr_err("-d '%s': aio must be io_uring or sync",
+				       arg);
+				return -1;
+			}
 		} else {
-			pr_err("-d '%s': unknown disk option '%.*s' (ro, direct, poll=)",
+			pr_err("-d '%s': unknown disk option '%.*s' (ro, direct, poll=, aio=)",
 			       arg, (int)n, name);
 			return -1;
 		}
@@ -142,6 +159,7 @@ int disk_open(struct disk *disk, const struct disk_config *cfg)
 	disk->direct = cfg->direct;
 	if (cfg->direct)
 		disk->align = disk_direct_alignment(disk);
+	disk->nowait_read = disk->nowait_write = !cfg->direct;
 	return 0;
 }
 
@@ -196,6 +214,8 @@ static bool iov_aligned(const struct iovec *iov, int iovcnt, uint64_t offset,
 {
 	int i;
 
+	if (!align)
+		return true;
 	if (offset % align)
 		return false;
 	for (i = 0; i < iovcnt; i++)
@@ -231,6 +251,65 @@ static int disk_io_bounce(struct disk *disk, const struct iovec *iov,
 		memcpy(iov[i].iov_base, (uint8_t *)bounce + done, iov[i].iov_len);
 	free(bounce);
 	return ret;
+}
+
+bool disk_iov_direct_ok(const struct disk *disk, const struct iovec *iov,
+			int iovcnt, uint64_t offset)
+{
+	return !disk->direct || iov_aligned(iov, iovcnt, offset, disk->align);
+}
+
+int disk_rw_rest(struct disk *disk, const struct iovec *iov, int iovcnt,
+		 uint64_t offset, bool write, size_t done)
+{
+	struct iovec rest[IOV_MAX], *p = rest;
+
+	if (iovcnt > IOV_MAX)
+		return -EINVAL;
+	memcpy(rest, iov, iovcnt * sizeof(*iov));
+	if (!iov_advance(&p, &iovcnt, done))
+		return 0;
+	offset += done;
+	return write ? disk_writev(disk, p, iovcnt, offset)
+		     : disk_readv(disk, p, iovcnt, offset);
+}
+
+/* One RWF_NOWAIT call: 0 when whole, -EAGAIN when short or it would wait. */
+static int disk_rw_nowait(struct disk *disk, const struct iovec *iov,
+			  int iovcnt, uint64_t offset, bool write)
+{
+	size_t len = 0;
+	ssize_t n;
+	int i;
+
+	for (i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	do {
+		n = write ? pwritev2(disk->fd, iov, iovcnt, offset, RWF_NOWAIT)
+			  : preadv2(disk->fd, iov, iovcnt, offset, RWF_NOWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	/* short: part of it is not cached; a redo costs less than a split */
+	return (size_t)n == len ? 0 : -EAGAIN;
+}
+
+int disk_rw_try(struct disk *disk, const struct iovec *iov, int iovcnt,
+		uint64_t offset, bool write)
+{
+	bool *nowait = write ? &disk->nowait_write : &disk->nowait_read;
+	int ret;
+
+	if (disk->direct)
+		return -EAGAIN;
+	if (__atomic_load_n(nowait, __ATOMIC_RELAXED)) {
+		ret = disk_rw_nowait(disk, iov, iovcnt, offset, write);
+		if (ret != -EOPNOTSUPP)
+			return ret;
+		__atomic_store_n(nowait, false, __ATOMIC_RELAXED);
+	}
+	return write ? disk_writev(disk, iov, iovcnt, offset)
+		     : disk_readv(disk, iov, iovcnt, offset);
 }
 
 int disk_readv(struct disk *disk, const struct iovec *iov, int iovcnt,

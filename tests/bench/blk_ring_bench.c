@@ -4,7 +4,8 @@
  * (ring_driver.c) on one queue of lkvm's own virtio-blk, served by its I/O
  * thread.
  *
- *   blk_ring_bench IMAGE MODE QD SECONDS [POLL [DRIVER]]
+ *   blk_ring_bench IMAGE[,OPTIONS] MODE QD SECONDS [POLL [DRIVER]]
+ *   IMAGE[,OPTIONS]: as -d takes it (direct, aio=io_uring|sync, ...)
  *   MODE: randread | randwrite | seqread1m
  *   POLL: off | auto | on (the device's --poll; default auto)
  *   DRIVER: irq (waits for interrupts; default) | spin (polls the used
@@ -158,7 +159,7 @@ int main(int argc, char **argv)
 		.custom_transport = &ring_driver_transport,
 		.custom_transport_priv = &b.rd,
 	};
-	struct disk_config disk_cfg = { 0 };
+	struct disk_config disk_cfg;
 	struct virtio_blk *blk;
 	struct disk disk;
 	struct vm_config cfg = { .nr_cpus = 1 };
@@ -181,10 +182,11 @@ int main(int argc, char **argv)
 	}
 	if (vm_init(&vm, &cfg) || ring_driver_init(&b.rd, &vm, MEM_SIZE, -1))
 		return 1;
-	disk_cfg.path = argv[1];
-	if (disk_open(&disk, &disk_cfg))
+	if (disk_parse_option(argv[1], &disk_cfg) ||
+	    disk_open(&disk, &disk_cfg))
 		return 1;
 	opts.disk = &disk;
+	opts.aio = disk_cfg.aio;
 	blk = virtio_blk_create(&vm, &opts);
 	if (!blk)
 		return 1;

@@ -5,10 +5,11 @@
 Runs blk_ring_bench (a host thread plays the virtio driver against lkvm's
 virtio-blk and its I/O thread) on a raw image in /dev/shm for 4 KiB random
 reads at QD1 and QD32, 4 KiB random writes at QD32 and 1 MiB sequential
-reads, and fio with the same pattern on the same file when fio is
-installed (its best engine of io_uring, libaio and psync: on tmpfs the
-synchronous one often wins). Prints requests/s, CPU per request (lkvm: the
-device's, without the driver thread), and lkvm / fio as a ratio.
+reads, with each of the disk's backends (aio=io_uring, aio=sync), and fio
+with the same pattern on the same file when fio is installed (its best
+engine of io_uring, libaio and psync: on tmpfs the synchronous one often
+wins). Prints requests/s, CPU per request (lkvm: the device's, without the
+driver thread), and lkvm / fio as a ratio.
 """
 import json
 import os
@@ -25,8 +26,12 @@ CASES = [  # (bench mode, queue depth, fio rw, fio bs)
 ]
 
 
-def run_lkvm(binary, image, mode, qd):
-    out = subprocess.run([binary, image, mode, str(qd), str(SECONDS)],
+AIO = ("io_uring", "sync")
+
+
+def run_lkvm(binary, image, mode, qd, aio="io_uring"):
+    out = subprocess.run([binary, f"{image},aio={aio}", mode, str(qd),
+                          str(SECONDS)],
                          check=True, capture_output=True, text=True).stdout
     _, _, iops, dev_us, total_us, errors = out.split()[:6]
     if int(errors):
@@ -75,19 +80,20 @@ def main():
     try:
         print(f"virtio-blk from a host-thread driver vs fio, {image} "
               f"(tmpfs), {SECONDS} s each")
-        hdr = (f"{'case':<16}{'lkvm req/s':>12}{'dev us/req':>12}"
+        hdr = (f"{'case':<16}{'aio':>9}{'lkvm req/s':>12}{'dev us/req':>12}"
                f"{'fio req/s':>12}{'fio us/req':>12}{'engine':>10}"
                f"{'lkvm/fio':>10}")
         print(hdr)
         print("-" * len(hdr))
         for mode, qd, rw, bs in CASES:
-            iops, us = run_lkvm(binary, image, mode, qd)
             fio_iops, fio_us, engine = run_fio(image, rw, bs, qd)
-            ratio = f"{iops / fio_iops:.2f}" if fio_iops else "n/a"
             fio_cols = (f"{fio_iops:>12.0f}{fio_us:>12.2f}{engine:>10}"
                         if fio_iops else f"{'n/a':>12}{'n/a':>12}{'':>10}")
-            print(f"{mode + ' QD' + str(qd):<16}{iops:>12.0f}{us:>12.2f}"
-                  f"{fio_cols}{ratio:>10}")
+            for aio in AIO:
+                iops, us = run_lkvm(binary, image, mode, qd, aio)
+                ratio = f"{iops / fio_iops:.2f}" if fio_iops else "n/a"
+                print(f"{mode + ' QD' + str(qd):<16}{aio:>9}{iops:>12.0f}"
+                      f"{us:>12.2f}{fio_cols}{ratio:>10}")
         if not shutil.which("fio"):
             print("fio is not installed: apt-get install fio for the comparison")
     finally:

@@ -277,6 +277,13 @@ def test_disk_bad_option(tmp):
                           "unknown disk option", "fast")
 
 
+def test_disk_bad_aio(tmp):
+    img = tmp / "d.img"
+    img.write_bytes(b"\0" * 4096)
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", f"{img},aio=posix"]),
+                          "aio must be io_uring or sync")
+
+
 def test_disk_empty_path():
     assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", ",ro"]),
                           "no image path")

@@ -88,8 +88,13 @@ static void make_dev(struct dev *d, bool direct, bool readonly)
 {
 	struct disk_config dc = { .direct = direct, .readonly = readonly,
 				  .poll = VIRTIO_POLL_UNSET };
+	/*
+	 * Synchronous requests: the model expects every chain used, in
+	 * order, by the time the notify returns. The io_uring path takes
+	 * the same checks (blk_rw_map()) before it submits anything.
+	 */
 	struct virtio_blk_options opts = {
-		.nr_queues = 1, .pool = &g.pool,
+		.nr_queues = 1, .pool = &g.pool, .aio = DISK_AIO_SYNC,
 		.custom_transport = &fz_transport,
 	};
 	char buf[DISK_SERIAL_LEN + 1];

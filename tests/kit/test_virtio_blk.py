@@ -187,13 +187,14 @@ def check_image(img, seed):
                 f"{name}: sector {s} outside the range changed"
 
 
-def check_stats(r, ioeventfd):
+def check_stats(r, ioeventfd, aio="io_uring"):
     st = r.stats
     assert st, r
     guest = r.guest_counts()
     assert len(st["devices"]) == 1, r
     dev = st["devices"][0]
     assert dev["type"] == "virtio-blk" and dev["transport"] == "mmio", r
+    assert dev["aio"] == aio, r
     assert dev["driver_seen"] is True, r
     assert dev["status"] == 0x0f, r     # ACK|DRIVER|FEATURES_OK|DRIVER_OK
     q = dev["queues"][0]
@@ -220,6 +221,7 @@ def check_stats(r, ioeventfd):
         assert mmio == guest["reads"] + guest["writes"], r
 
 
+@pytest.mark.parametrize("aio", ["io_uring", "sync"])
 @pytest.mark.parametrize("ioeventfd", [True, False],
                          ids=["ioeventfd", "no-ioeventfd"])
 @pytest.mark.parametrize("mode", [
@@ -228,13 +230,15 @@ def check_stats(r, ioeventfd):
     {"event_idx": 1},
     {"indirect": 1, "event_idx": 1, "qsize": 8},
 ], ids=["plain", "indirect", "event_idx", "indirect+event_idx"])
-def test_blk_rw(tmp_path, mode, ioeventfd):
-    seed = 1000 + len(mode) * 2 + ioeventfd
+def test_blk_rw(tmp_path, mode, ioeventfd, aio):
+    """Both backends: io_uring (the default) and one request at a time."""
+    seed = 1000 + len(mode) * 4 + ioeventfd * 2 + (aio == "sync")
     img = make_image(tmp_path / "disk.img")
     fill_range(img, DISCARD)
     fill_range(img, WZEROES)
     blocks_before = os.stat(img).st_blocks
-    args = ["-k", kit("blk.elf"), "-d", img,
+    disk = str(img) if aio == "io_uring" else f"{img},aio={aio}"
+    args = ["-k", kit("blk.elf"), "-d", disk,
             "-p", blk_cmdline(seed, **mode)]
     if not ioeventfd:
         args.insert(0, "--no-ioeventfd")
@@ -244,10 +248,40 @@ def test_blk_rw(tmp_path, mode, ioeventfd):
     assert "DSDT: LNRO0005 at 0xe0000000 size 0x1000 GSI 5" in r.out, r
     assert not r.err_lines(), r
     check_image(img, seed)
-    check_stats(r, ioeventfd)
+    check_stats(r, ioeventfd, aio)
     if can_punch_holes(tmp_path):
         # DISCARD really gave the host its space back
         assert os.stat(img).st_blocks < blocks_before, r
+
+
+@pytest.mark.parametrize("opts", [",direct", ",direct,aio=io_uring",
+                                  ",direct,aio=sync", ""],
+                         ids=["direct", "direct-io_uring", "direct-sync",
+                              "cached"])
+def test_blk_requests_in_flight_together(tmp_path, opts):
+    """The guest keeps 8 reads in flight. On a `direct` disk io_uring has
+    them in flight together in the host's kernel, aio=sync one at a time;
+    through the page cache each is answered at once (RWF_NOWAIT), with no
+    io_uring round trip. Every read is answered: a lost completion would
+    stall the stream."""
+    if "direct" in opts and not direct_io_works(tmp_path):
+        pytest.fail(f"{tmp_path}: its file system takes no O_DIRECT; point "
+                    "TMPDIR at a disk-backed one (the nested L1's /tmp is)")
+    img = make_image(tmp_path / "disk.img")
+    r = lkvm_run("-k", kit("blk.elf"), "-d", f"{img}{opts}",
+                 "-p", f"seed=9 cap={IMG_SECTORS} stream=400",
+                 stats=tmp_path / "stats.json")
+    assert r.rc == 0 and "stream: 400 reads" in r.out, r
+    dev = r.stats["devices"][0]
+    if "sync" in opts:
+        assert dev["aio"] == "sync" and dev["max_inflight"] == 1, r
+    elif "direct" in opts:
+        assert dev["aio"] == "io_uring", r
+        assert 2 <= dev["max_inflight"] <= 8, r
+    else:
+        assert dev["aio"] == "io_uring", r
+        # the stream's 400 reads at least, all from the page cache
+        assert dev["done_without_waiting"] >= 400, r
 
 
 def test_blk_unaligned_buffers(tmp_path):

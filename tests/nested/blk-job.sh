@@ -8,12 +8,13 @@
 #
 #   blk-job.sh NAME io TRANSPORT FS TIMEOUT [lkvm options...]
 #   blk-job.sh NAME fio TRANSPORT - TIMEOUT [lkvm options...]
-#   blk-job.sh NAME fioqd TRANSPORT - TIMEOUT [lkvm options...]
+#   blk-job.sh NAME fioqd TRANSPORT DISKOPTS TIMEOUT [lkvm options...]
 #
 # FS: mkfs (a fresh 32 MiB third disk, /tmp/blk-fs.img), verify (the same
 # image again, from an earlier job), none, or quick (the data disk alone,
 # pattern I/O only). The fio job boots, waits for the
-# guest's BLK-KILL-NOW marker and kills lkvm with SIGKILL.
+# guest's BLK-KILL-NOW marker and kills lkvm with SIGKILL. DISKOPTS: the
+# fioqd data disk's own options (say aio=sync), or -.
 #
 # Files (packed into L1 by test_blk.py): /l2/vmlinux, /l2/initrd,
 # /l2/fio.img (optional), /l1/pat.bin, /l1/two.bin (1 MiB each).
@@ -127,6 +128,7 @@ run_fio() {
 # threads); the stats say how the queues were served.
 run_fioqd() {
 	disks="-d $data"
+	[ "$fs" != - ] && disks="$disks,$fs"
 	[ -f /l2/fio.img ] && disks="$disks -d /l2/fio.img,ro"
 	# shellcheck disable=SC2086
 	lkvm run -k /l2/vmlinux -i /l2/initrd -m 256 -c 1 --name "$name" \

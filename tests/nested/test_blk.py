@@ -66,6 +66,9 @@ BOOTS = [
      ["--poll", "auto,max_us=3000,start_rate=100"]),
     ("poll-mmio", "fioqd", "mmio", "-", FIO_TIMEOUT,
      ["--poll", "on,max_us=3000", "--iothreads", "2"]),
+    # every other boot's disks use io_uring, lkvm's default
+    ("poll-sync", "fioqd", "pci", "aio=sync", FIO_TIMEOUT,
+     ["--poll", "on,max_us=3000"]),
 ]
 POLL_BOOTS = [b[0] for b in BOOTS if b[1] == "fioqd"]
 IO_BOOTS = [b[0] for b in BOOTS if b[1] == "io"]
@@ -465,9 +468,16 @@ def test_fio_verify_polled(l1, name):
     if not sum(q.get("poll_hits", 0) for q in qs):
         problems.append("no request found by polling")
     nthreads = 2 if name == "poll-mmio" else 1
-    if name != "poll-pci-legacy" and len(st.get("iothreads", [])) != nthreads:
+    if name not in ("poll-pci-legacy", "poll-sync") and \
+            len(st.get("iothreads", [])) != nthreads:
         problems.append("%d I/O threads, want %d" % (
             len(st.get("iothreads", [])), nthreads))
+    aio = "sync" if name == "poll-sync" else "io_uring"
+    got = [d.get("aio") for d in st.get("devices", [])
+           if d.get("type") == "virtio-blk"]
+    if not got or got[0] != aio:
+        problems.append("the data disk's aio is %s, want %s" % (
+            got[0] if got else None, aio))
     assert not problems, "%s: %s\nstats: %s%s" % (
         name, "; ".join(problems), json.dumps(st.get("devices")),
         _where(j, 60))

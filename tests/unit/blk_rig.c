@@ -19,7 +19,9 @@ static void make_image(struct blk_rig *r, unsigned int blocks)
 	unsigned int b, i;
 	int fd;
 
-	snprintf(r->path, sizeof(r->path), "/tmp/lkvm-test-blk-XXXXXX");
+	/* O_DIRECT needs a disk's file system: /var/tmp, not a tmpfs /tmp */
+	snprintf(r->path, sizeof(r->path), "%s/lkvm-test-blk-XXXXXX",
+		 r->direct ? "/var/tmp" : "/tmp");
 	fd = mkstemp(r->path);
 	assert_true(fd >= 0);
 	for (b = 0; b < blocks; b++) {
@@ -44,6 +46,7 @@ void blk_rig_start(struct blk_rig *r, unsigned int blocks, size_t mem_size,
 
 	make_image(r, blocks);
 	dc.path = r->path;
+	dc.direct = r->direct;
 	assert_int_equal(fake_vm_init(&r->fake, 0, 1), 0);
 	assert_int_equal(ring_driver_init(&r->rd, &r->fake.vm, mem_size,
 					  wait_ms), 0);

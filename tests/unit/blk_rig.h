@@ -17,6 +17,7 @@ struct blk_rig {
 	struct ring_driver rd;
 	struct virtio_blk *blk;
 	struct virtio_queue *q;		/* queue 0, rd drives it */
+	bool direct;			/* set before start: -d IMG,direct */
 	char path[64];
 };
 

@@ -20,9 +20,11 @@ $(UNIT_BINS): %: %.o $(LIBLKVM)
 # Drive virtio-net and virtio-blk from a host thread, as the ring
 # benchmarks do (blk_rig.c: the blk device over an image).
 $(BUILD)/tests/unit/test_net_tx $(BUILD)/tests/unit/test_net_rx \
-$(BUILD)/tests/unit/test_poll $(BUILD)/tests/unit/test_blk: \
+$(BUILD)/tests/unit/test_poll $(BUILD)/tests/unit/test_blk \
+$(BUILD)/tests/unit/test_blk_reset: \
 	$(BUILD)/tests/bench/ring_driver.o $(BUILD)/tests/unit/fake_vm.o
-$(BUILD)/tests/unit/test_poll $(BUILD)/tests/unit/test_blk: \
+$(BUILD)/tests/unit/test_poll $(BUILD)/tests/unit/test_blk \
+$(BUILD)/tests/unit/test_blk_reset: \
 	$(BUILD)/tests/unit/blk_rig.o
 $(BUILD)/tests/unit/test_net_tx $(BUILD)/tests/unit/test_net_rx: \
 	$(BUILD)/tests/unit/net_rig.o

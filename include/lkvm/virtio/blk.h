@@ -22,6 +22,7 @@ struct virtio_blk_options {
 	unsigned int nr_queues;		/* VIRTIO_BLK_F_MQ when > 1 */
 	bool use_ioeventfd;
 	struct virtio_poll_config poll;
+	enum disk_aio_mode aio;
 	/* Shared I/O threads to deal the queues to; NULL: a thread of its own. */
 	struct iothread_pool *pool;
 	/*
