@@ -16,7 +16,7 @@ CFLAGS	?= -O2 -g
 CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 	   -D_GNU_SOURCE -Iinclude -MMD -MP
 LDFLAGS	?=
-LDLIBS	+= -luring -lseccomp -lpthread
+LDLIBS	+= -luring -lz -lseccomp -lpthread
 
 # The host's syscall names by number, for the seccomp death message (its
 # SIGSYS handler cannot ask libseccomp, which allocates): made from

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "lkvm/disk.h"
+#include "lkvm/qcow2.h"
 #include "lkvm/util.h"
 
 static int disk_parse_aio(const char *s, size_t n, enum disk_aio_mode *mode)
@@ -25,6 +26,17 @@ static int disk_parse_aio(const char *s, size_t n, enum disk_aio_mode *mode)
 		*mode = DISK_AIO_URING;
 	else if (n == 4 && !strncmp(s, "sync", 4))
 		*mode = DISK_AIO_SYNC;
+	else
+		return -1;
+	return 0;
+}
+
+static int disk_parse_format(const char *s, size_t n, enum disk_format *f)
+{
+	if (n == 3 && !strncmp(s, "raw", 3))
+		*f = DISK_FORMAT_RAW;
+	else if (n == 5 && !strncmp(s, "qcow2", 5))
+		*f = DISK_FORMAT_QCOW2;
 	else
 		return -1;
 	return 0;
@@ -57,6 +69,12 @@ int disk_parse_option(const char *arg, struct disk_config *cfg)
 				       arg);
 				return -1;
 			}
+		} else if (n > 7 && !strncmp(name, "format=", 7)) {
+			if (disk_parse_format(name + 7, n - 7, &cfg->format)) {
+				pr_err("-d '%s': format must be raw or qcow2",
+				       arg);
+				return -1;
+			}
 		} else if (n > 4 && !strncmp(name, "aio=", 4)) {
 			if (disk_parse_aio(name + 4, n - 4, &cfg->aio)) {
 				pr_err("-d '%s': aio must be io_uring or sync",
@@ -64,7 +82,7 @@ int disk_parse_option(const char *arg, struct disk_config *cfg)
 				return -1;
 			}
 		} else {
-			pr_err("-d '%s': unknown disk option '%.*s' (ro, direct, poll=, aio=)",
+			pr_err("-d '%s': unknown disk option '%.*s' (ro, direct, poll=, aio=, format=)",
 			       arg, (int)n, name);
 			return -1;
 		}
@@ -132,7 +150,32 @@ static unsigned int disk_direct_alignment(struct disk *disk)
 	return 512;	/* the logical block size nearly every disk has */
 }
 
+/* raw, or qcow2 as the header says (or as format= insists). */
+static int disk_open_format(struct disk *disk, const struct disk_config *cfg,
+			    unsigned int depth)
+{
+	bool qcow2 = cfg->format != DISK_FORMAT_RAW &&
+		     qcow2_is_qcow2(disk->fd);
+
+	if (cfg->format == DISK_FORMAT_QCOW2 && !qcow2) {
+		pr_err("disk '%s' is not a qcow2 image", disk->path);
+		return -1;
+	}
+	if (qcow2)
+		return qcow2_open(disk, depth);
+	if (disk->size % 512)
+		pr_warn("disk '%s': size is not a multiple of 512 bytes; the tail is not visible",
+			cfg->path);
+	return 0;
+}
+
 int disk_open(struct disk *disk, const struct disk_config *cfg)
+{
+	return disk_open_nested(disk, cfg, 0);
+}
+
+int disk_open_nested(struct disk *disk, const struct disk_config *cfg,
+		     unsigned int depth)
 {
 	int flags = (cfg->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC |
 		    (cfg->direct ? O_DIRECT : 0);
@@ -146,17 +189,14 @@ int disk_open(struct disk *disk, const struct disk_config *cfg)
 		pr_err("cannot open disk '%s': %s", cfg->path, strerror(errno));
 		return -1;
 	}
+	disk->direct = cfg->direct;
 	if (fstat(disk->fd, &st) < 0 || disk_get_size(disk, &st) ||
-	    disk_lock(disk)) {
+	    disk_lock(disk) || disk_open_format(disk, cfg, depth)) {
 		close(disk->fd);
 		disk->fd = -1;
 		return -1;
 	}
-	if (disk->size % 512)
-		pr_warn("disk '%s': size is not a multiple of 512 bytes; the tail is not visible",
-			cfg->path);
 	disk_make_serial(disk, &st);
-	disk->direct = cfg->direct;
 	if (cfg->direct)
 		disk->align = disk_direct_alignment(disk);
 	disk->nowait_read = disk->nowait_write = !cfg->direct;
@@ -165,6 +205,7 @@ int disk_open(struct disk *disk, const struct disk_config *cfg)
 
 void disk_close(struct disk *disk)
 {
+	qcow2_close(disk);
 	if (disk->fd >= 0)
 		close(disk->fd);
 	disk->fd = -1;
@@ -300,6 +341,8 @@ int disk_rw_try(struct disk *disk, const struct iovec *iov, int iovcnt,
 	bool *nowait = write ? &disk->nowait_write : &disk->nowait_read;
 	int ret;
 
+	if (disk->qcow2)
+		return qcow2_rw(disk, iov, iovcnt, offset, write);
 	if (disk->direct)
 		return -EAGAIN;
 	if (__atomic_load_n(nowait, __ATOMIC_RELAXED)) {
@@ -315,6 +358,8 @@ int disk_rw_try(struct disk *disk, const struct iovec *iov, int iovcnt,
 int disk_readv(struct disk *disk, const struct iovec *iov, int iovcnt,
 	       uint64_t offset)
 {
+	if (disk->qcow2)
+		return qcow2_rw(disk, iov, iovcnt, offset, false);
 	if (disk->direct && !iov_aligned(iov, iovcnt, offset, disk->align))
 		return disk_io_bounce(disk, iov, iovcnt, offset, false);
 	return disk_io(disk, iov, iovcnt, offset, false);
@@ -323,6 +368,8 @@ int disk_readv(struct disk *disk, const struct iovec *iov, int iovcnt,
 int disk_writev(struct disk *disk, const struct iovec *iov, int iovcnt,
 		uint64_t offset)
 {
+	if (disk->qcow2)
+		return qcow2_rw(disk, iov, iovcnt, offset, true);
 	if (disk->direct && !iov_aligned(iov, iovcnt, offset, disk->align))
 		return disk_io_bounce(disk, iov, iovcnt, offset, true);
 	return disk_io(disk, iov, iovcnt, offset, true);
@@ -337,6 +384,8 @@ int disk_discard(struct disk *disk, uint64_t offset, uint64_t len)
 {
 	if (!len)
 		return 0;
+	if (disk->qcow2)
+		return qcow2_zero(disk, offset, len);
 	if (disk->is_block_device) {
 		uint64_t range[2] = { offset, len };
 
@@ -378,6 +427,8 @@ int disk_write_zeroes(struct disk *disk, uint64_t offset, uint64_t len,
 {
 	if (!len)
 		return 0;
+	if (disk->qcow2)
+		return qcow2_zero(disk, offset, len);
 	if (disk->is_block_device) {
 		uint64_t range[2] = { offset, len };
 

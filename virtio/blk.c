@@ -691,7 +691,8 @@ struct virtio_blk *virtio_blk_create(struct vm *vm,
 		return NULL;
 	}
 	blk->disk = *opts->disk;
-	opts->disk->fd = -1;	/* ours now */
+	opts->disk->fd = -1;	/* ours now, and its format's state */
+	opts->disk->qcow2 = NULL;
 	blk->capacity = blk->disk.size / BLK_SECTOR;
 	if (!opts->pool) {
 		blk->iothread = iothread_create(vm, "blk-io");

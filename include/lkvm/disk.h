@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Disk images for virtio-blk: raw files and block devices, opened and
- * locked (a read lock for read-only users, a write lock otherwise, as OFD
- * locks so that two lkvm processes cannot corrupt one image).
+ * Disk images for virtio-blk: raw files, block devices and qcow2 images
+ * (lkvm/qcow2.h), opened and locked (a read lock for read-only users and
+ * backing files, a write lock otherwise, as OFD locks so that two lkvm
+ * processes cannot corrupt one image).
  */
 #ifndef LKVM_DISK_H
 #define LKVM_DISK_H
@@ -14,6 +15,8 @@
 
 #include "lkvm/virtio/poll.h"
 
+struct qcow2;
+
 #define DISK_SERIAL_LEN		20	/* VIRTIO_BLK_ID_BYTES */
 
 /* How virtio-blk reaches the image. */
@@ -23,6 +26,13 @@ enum disk_aio_mode {
 	DISK_AIO_URING,		/* io_uring, or an error if there is none */
 };
 
+/* The image's format: detected from its header unless forced. */
+enum disk_format {
+	DISK_FORMAT_AUTO,
+	DISK_FORMAT_RAW,
+	DISK_FORMAT_QCOW2,
+};
+
 struct disk_config {
 	const char *path;		/* points at path_buf after parsing */
 	char path_buf[4096];
@@ -30,6 +40,7 @@ struct disk_config {
 	bool direct;			/* O_DIRECT: bypass the host page cache */
 	enum virtio_poll_mode poll;	/* poll=; VIRTIO_POLL_UNSET: --poll's */
 	enum disk_aio_mode aio;		/* aio= */
+	enum disk_format format;	/* format= */
 };
 
 /*
@@ -51,15 +62,19 @@ struct disk {
 	 */
 	bool nowait_read, nowait_write;
 	char serial[DISK_SERIAL_LEN];	/* stable: from the image's identity */
+	struct qcow2 *qcow2;		/* NULL: raw */
 };
 
 /*
- * Parse "PATH[,ro][,direct][,poll=MODE][,aio=io_uring|sync]"; -1 with a
- * message when malformed.
+ * Parse "PATH[,ro][,direct][,poll=MODE][,aio=io_uring|sync]
+ * [,format=raw|qcow2]"; -1 with a message when malformed.
  */
 int disk_parse_option(const char *arg, struct disk_config *cfg);
 
 int disk_open(struct disk *disk, const struct disk_config *cfg);
+/* The same for an image's backing file, `depth` files down the chain. */
+int disk_open_nested(struct disk *disk, const struct disk_config *cfg,
+		     unsigned int depth);
 void disk_close(struct disk *disk);
 
 /* Whole transfers (short I/O is retried); -errno on failure. */

@@ -8,8 +8,10 @@ reads at QD1 and QD32, 4 KiB random writes at QD32 and 1 MiB sequential
 reads, with each of the disk's backends (aio=io_uring, aio=sync), and fio
 with the same pattern on the same file when fio is installed (its best
 engine of io_uring, libaio and psync: on tmpfs the synchronous one often
-wins). Prints requests/s, CPU per request (lkvm: the device's, without the
-driver thread), and lkvm / fio as a ratio.
+wins). Then a fully allocated qcow2 against the raw file, and the disk
+under /var/tmp with O_DIRECT, where requests in flight together pay off.
+Prints requests/s, CPU per request (lkvm: the device's, without the driver
+thread), and lkvm / fio as a ratio.
 """
 import json
 import os
@@ -29,9 +31,9 @@ CASES = [  # (bench mode, queue depth, fio rw, fio bs)
 AIO = ("io_uring", "sync")
 
 
-def run_lkvm(binary, image, mode, qd, aio="io_uring"):
-    out = subprocess.run([binary, f"{image},aio={aio}", mode, str(qd),
-                          str(SECONDS)],
+def run_lkvm(binary, image, mode, qd):
+    """image may carry -d options: IMAGE,direct,aio=sync"""
+    out = subprocess.run([binary, image, mode, str(qd), str(SECONDS)],
                          check=True, capture_output=True, text=True).stdout
     _, _, iops, dev_us, total_us, errors = out.split()[:6]
     if int(errors):
@@ -39,23 +41,24 @@ def run_lkvm(binary, image, mode, qd, aio="io_uring"):
     return float(iops), float(dev_us)
 
 
-def run_fio(image, rw, bs, qd):
+def run_fio(image, rw, bs, qd, direct=False):
     """fio's best single-job figure over the engines that may win here."""
     best = (None, None, None)
     for engine in ("io_uring", "libaio", "psync"):
-        iops, us = run_fio_engine(image, rw, bs, qd, engine)
+        iops, us = run_fio_engine(image, rw, bs, qd, engine, direct)
         if iops and (best[0] is None or iops > best[0]):
             best = (iops, us, engine)
     return best
 
 
-def run_fio_engine(image, rw, bs, qd, engine):
+def run_fio_engine(image, rw, bs, qd, engine, direct=False):
     fio = shutil.which("fio")
     if not fio:
         return None, None
     out = subprocess.run(
         [fio, "--name=b", f"--filename={image}", f"--rw={rw}", f"--bs={bs}",
-         f"--iodepth={qd}", f"--ioengine={engine}", "--direct=0",
+         f"--iodepth={qd}", f"--ioengine={engine}",
+         f"--direct={int(direct)}",
          f"--runtime={SECONDS}", "--time_based", "--randrepeat=0",
          "--output-format=json"], capture_output=True, text=True)
     start = out.stdout.find("{")
@@ -68,36 +71,90 @@ def run_fio_engine(image, rw, bs, qd, engine):
     return iops, cpu_s / max(iops * SECONDS, 1) * 1e6
 
 
+def table(title, rows):
+    """rows: (case, lkvm variant, (iops, us), fio (iops, us, engine))."""
+    print(title)
+    hdr = (f"{'case':<16}{'lkvm':>16}{'lkvm req/s':>12}{'dev us/req':>12}"
+           f"{'fio req/s':>12}{'fio us/req':>12}{'engine':>10}"
+           f"{'lkvm/fio':>10}")
+    print(hdr)
+    print("-" * len(hdr))
+    for case, variant, (iops, us), (fio_iops, fio_us, engine) in rows:
+        ratio = f"{iops / fio_iops:.2f}" if fio_iops else "n/a"
+        fio_cols = (f"{fio_iops:>12.0f}{fio_us:>12.2f}{engine:>10}"
+                    if fio_iops else f"{'n/a':>12}{'n/a':>12}{'':>10}")
+        print(f"{case:<16}{variant:>16}{iops:>12.0f}{us:>12.2f}{fio_cols}"
+              f"{ratio:>10}", flush=True)
+    print()
+
+
+def make_file(image, size=1 << 30):
+    with open(image, "wb") as f:
+        f.truncate(size)
+    # Written once so reads hit allocated blocks, as fio's would.
+    subprocess.run(["dd", "if=/dev/zero", f"of={image}", "bs=1M",
+                    f"count={size >> 20}", "conv=notrunc"], check=True,
+                   capture_output=True)
+
+
+def tmpfs_rows(binary, image):
+    """Page-cache speed: what the serve path itself costs."""
+    for mode, qd, rw, bs in CASES:
+        fio = run_fio(image, rw, bs, qd)
+        for aio in AIO:
+            yield (f"{mode} QD{qd}", f"aio={aio}",
+                   run_lkvm(binary, f"{image},aio={aio}", mode, qd), fio)
+
+
+def direct_rows(binary, image):
+    """A real disk under O_DIRECT: where requests in flight together pay."""
+    for mode, qd, rw in (("randread", 1, "randread"),
+                         ("randread", 32, "randread"),
+                         ("randwrite", 32, "randwrite")):
+        fio = run_fio(image, rw, "4k", qd, direct=True)
+        for aio in AIO:
+            yield (f"{mode} QD{qd}", f"direct,aio={aio}",
+                   run_lkvm(binary, f"{image},direct,aio={aio}", mode, qd),
+                   fio)
+
+
+def qcow2_rows(binary, raw, qcow2):
+    """qcow2 (every cluster allocated) against raw, same workload."""
+    for qd in (1, 32):
+        fio = run_fio(raw, "randread", "4k", qd)
+        for name, img in (("raw", raw), ("qcow2", qcow2)):
+            yield (f"randread QD{qd}", name,
+                   run_lkvm(binary, img, "randread", qd), fio)
+
+
 def main():
     binary = sys.argv[1]
     image = "/dev/shm/lkvm-blk-bench.img"
-    with open(image, "wb") as f:
-        f.truncate(1 << 30)
-    # Written once so reads hit allocated pages, as fio's would.
-    subprocess.run(["dd", "if=/dev/zero", f"of={image}", "bs=1M",
-                    "count=1024", "conv=notrunc"], check=True,
-                   capture_output=True)
+    qcow2 = "/dev/shm/lkvm-blk-bench.qcow2"
+    disk = "/var/tmp/lkvm-blk-bench.img"
+    made = [image]
     try:
-        print(f"virtio-blk from a host-thread driver vs fio, {image} "
-              f"(tmpfs), {SECONDS} s each")
-        hdr = (f"{'case':<16}{'aio':>9}{'lkvm req/s':>12}{'dev us/req':>12}"
-               f"{'fio req/s':>12}{'fio us/req':>12}{'engine':>10}"
-               f"{'lkvm/fio':>10}")
-        print(hdr)
-        print("-" * len(hdr))
-        for mode, qd, rw, bs in CASES:
-            fio_iops, fio_us, engine = run_fio(image, rw, bs, qd)
-            fio_cols = (f"{fio_iops:>12.0f}{fio_us:>12.2f}{engine:>10}"
-                        if fio_iops else f"{'n/a':>12}{'n/a':>12}{'':>10}")
-            for aio in AIO:
-                iops, us = run_lkvm(binary, image, mode, qd, aio)
-                ratio = f"{iops / fio_iops:.2f}" if fio_iops else "n/a"
-                print(f"{mode + ' QD' + str(qd):<16}{aio:>9}{iops:>12.0f}"
-                      f"{us:>12.2f}{fio_cols}{ratio:>10}")
+        make_file(image)
+        table(f"virtio-blk from a host-thread driver vs fio, {image} "
+              f"(tmpfs), {SECONDS} s each", tmpfs_rows(binary, image))
+        if shutil.which("qemu-img"):
+            made.append(qcow2)
+            subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-o",
+                            "preallocation=full", qcow2, "1G"], check=True)
+            table("qcow2 (qemu-img create -o preallocation=full) vs raw, "
+                  "tmpfs", qcow2_rows(binary, image, qcow2))
+        else:
+            print("qemu-img is not installed: no qcow2 figures\n")
+        made.append(disk)
+        make_file(disk, 256 << 20)
+        table(f"the same on a disk with O_DIRECT, {disk}",
+              direct_rows(binary, disk))
         if not shutil.which("fio"):
             print("fio is not installed: apt-get install fio for the comparison")
     finally:
-        os.unlink(image)
+        for path in made:
+            if os.path.exists(path):
+                os.unlink(path)
 
 
 if __name__ == "__main__":

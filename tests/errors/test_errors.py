@@ -284,6 +284,32 @@ def test_disk_bad_aio(tmp):
                           "aio must be io_uring or sync")
 
 
+def test_disk_bad_format(tmp):
+    img = tmp / "d.img"
+    img.write_bytes(b"\0" * 4096)
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", f"{img},format=vmdk"]),
+                          "format must be raw or qcow2")
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", f"{img},format=qcow2"]),
+                          "not a qcow2 image", "d.img")
+
+
+@pytest.mark.parametrize("make,words", [
+    (["snapshot", "-c", "s1"], ["internal snapshots", "not support"]),
+    (None, ["direct is for raw images"]),
+], ids=["snapshot", "direct"])
+def test_qcow2_refused(tmp, make, words):
+    img = tmp / "d.qcow2"
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(img), "16M"],
+                   check=True)
+    opt = ""
+    if make:
+        subprocess.run(["qemu-img", *make, str(img)], check=True)
+    else:
+        opt = ",direct"
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", f"{img}{opt}"]),
+                          "d.qcow2", *words)
+
+
 def test_disk_empty_path():
     assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", ",ro"]),
                           "no image path")

@@ -14,7 +14,8 @@
 # image again, from an earlier job), none, or quick (the data disk alone,
 # pattern I/O only). The fio job boots, waits for the
 # guest's BLK-KILL-NOW marker and kills lkvm with SIGKILL. DISKOPTS: the
-# fioqd data disk's own options (say aio=sync), or -.
+# fioqd data disk's own options (say aio=sync), or -, or qcow2: the data
+# disk is then /l1/top.qcow2 on its backing file /l1/base.img.
 #
 # Files (packed into L1 by test_blk.py): /l2/vmlinux, /l2/initrd,
 # /l2/fio.img (optional), /l1/pat.bin, /l1/two.bin (1 MiB each).
@@ -128,7 +129,14 @@ run_fio() {
 # threads); the stats say how the queues were served.
 run_fioqd() {
 	disks="-d $data"
-	[ "$fs" != - ] && disks="$disks,$fs"
+	if [ "$fs" = qcow2 ]; then
+		# a qcow2 overlay on a raw base, both made by qemu-img on the host
+		cp /l1/base.img /l1/top.qcow2 "$W/"
+		disks="-d $W/top.qcow2"
+		fact l1_top_kb_before "$(alloc_kb "$W/top.qcow2")"
+	elif [ "$fs" != - ]; then
+		disks="$disks,$fs"
+	fi
 	[ -f /l2/fio.img ] && disks="$disks -d /l2/fio.img,ro"
 	# shellcheck disable=SC2086
 	lkvm run -k /l2/vmlinux -i /l2/initrd -m 256 -c 1 --name "$name" \
@@ -139,6 +147,10 @@ run_fioqd() {
 	echo
 	fact l1_lkvm_rc $rc
 	fact l1_stats "$(tr -d '\n' <"$W/stats.json" 2>/dev/null)"
+	if [ "$fs" = qcow2 ]; then
+		fact l1_base_unchanged "$(same "$W/base.img" /l1/base.img)"
+		fact l1_top_kb "$(alloc_kb "$W/top.qcow2")"
+	fi
 }
 
 case $mode in

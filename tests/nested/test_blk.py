@@ -69,8 +69,10 @@ BOOTS = [
     # every other boot's disks use io_uring, lkvm's default
     ("poll-sync", "fioqd", "pci", "aio=sync", FIO_TIMEOUT,
      ["--poll", "on,max_us=3000"]),
+    # a qcow2 overlay (qemu-img create -b) on a raw base
+    ("qcow2", "fioqd", "pci", "qcow2", FIO_TIMEOUT, []),
 ]
-POLL_BOOTS = [b[0] for b in BOOTS if b[1] == "fioqd"]
+POLL_BOOTS = [b[0] for b in BOOTS if b[1] == "fioqd" and b[3] != "qcow2"]
 IO_BOOTS = [b[0] for b in BOOTS if b[1] == "io"]
 FULL_BOOTS = [b[0] for b in BOOTS if b[1] == "io" and b[3] != "quick"]
 
@@ -81,6 +83,22 @@ BLK_TIMINGS = []
 def _pattern(seed):
     """1 MiB of reproducible pseudo-random bytes."""
     return random.Random(seed).randbytes(MIB)
+
+
+def build_qcow2_overlay(work):
+    """A 32 MiB raw base with the pattern at 24 MiB, and a qcow2 overlay on
+    it that names it as base.img (next to it)."""
+    base = os.path.join(work, "base.img")
+    top = os.path.join(work, "top.qcow2")
+    with open(base, "wb") as f:
+        f.truncate(32 * MIB)
+        f.seek(24 * MIB)
+        f.write(_pattern("lkvm-blk-pattern"))
+    if os.path.exists(top):
+        os.unlink(top)
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b",
+                    "base.img", "-F", "raw", top], cwd=work, check=True)
+    return base, top
 
 
 def build_fio_image(work):
@@ -169,6 +187,9 @@ def l1(tmp_path_factory, request):
     files = {"/l2/vmlinux": kernel["vmlinux"], "/l2/initrd": initrd,
              "/l1/blk-job.sh": BLK_JOB, "/l1/pat.bin": pat,
              "/l1/two.bin": two}
+    base, top = build_qcow2_overlay(work)
+    files["/l1/base.img"] = base
+    files["/l1/top.qcow2"] = top
     fio_img, fio_missing = build_fio_image(work)
     if fio_img:
         files["/l2/fio.img"] = fio_img
@@ -481,6 +502,31 @@ def test_fio_verify_polled(l1, name):
     assert not problems, "%s: %s\nstats: %s%s" % (
         name, "; ".join(problems), json.dumps(st.get("devices")),
         _where(j, 60))
+
+
+def test_qcow2_overlay(l1):
+    """fio verify at iodepth 1 and 32 on a qcow2 overlay (qemu-img create
+    -b base.img): every block written and read back, lkvm ends cleanly,
+    the overlay took the writes and the base kept every byte."""
+    if getattr(l1, "fio_missing", None):
+        pytest.fail("fio test not run: " + l1.fio_missing)
+    j = _io_job(l1, "qcow2")
+    f = j.facts
+    problems = []
+    for qd, blocks in (("qd1", 512), ("qd32", 2048)):
+        reads, _, writes = f.get(qd + "_issued", "").partition(",")
+        if f.get(qd + "_rc") != "0" or f.get(qd + "_verify_errors") != "0" \
+                or not (reads == writes and int(writes or 0) == blocks):
+            problems.append("%s: fio exit %s, %s verify error lines, issued"
+                            " %r" % (qd, f.get(qd + "_rc"),
+                                     f.get(qd + "_verify_errors"),
+                                     f.get(qd + "_issued")))
+    _expect(j, problems, "io_errors", "0", "I/O errors in the guest's dmesg")
+    _expect(j, problems, "l1_base_unchanged", "1", "the base image changed")
+    grown = int(f.get("l1_top_kb", 0)) - int(f.get("l1_top_kb_before", 0))
+    if grown < 8 * 1024:
+        problems.append("the overlay grew by %d KiB, want >= 8 MiB" % grown)
+    assert not problems, "; ".join(problems) + _where(j, 60)
 
 
 def test_flushed_data_survives_kill9(l1):
