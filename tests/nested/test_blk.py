@@ -86,12 +86,13 @@ def _pattern(seed):
 
 
 def build_qcow2_overlay(work):
-    """A 32 MiB raw base with the pattern at 24 MiB, and a qcow2 overlay on
-    it that names it as base.img (next to it)."""
+    """A 64 MiB raw base (blk-check.sh finds the data disk by that size)
+    with the pattern at 24 MiB, and a qcow2 overlay on it that names it as
+    base.img (next to it)."""
     base = os.path.join(work, "base.img")
     top = os.path.join(work, "top.qcow2")
     with open(base, "wb") as f:
-        f.truncate(32 * MIB)
+        f.truncate(64 * MIB)
         f.seek(24 * MIB)
         f.write(_pattern("lkvm-blk-pattern"))
     if os.path.exists(top):

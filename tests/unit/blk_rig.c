@@ -67,3 +67,12 @@ void blk_rig_stop(struct blk_rig *r)
 	fake_vm_destroy(&r->fake);
 	unlink(r->path);
 }
+
+int blk_rig_teardown(void **state)
+{
+	struct blk_rig *r = *state;
+
+	blk_rig_stop(r);
+	free(r);
+	return 0;
+}

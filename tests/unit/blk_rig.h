@@ -31,5 +31,7 @@ void blk_rig_start(struct blk_rig *r, unsigned int blocks, size_t mem_size,
 		   int wait_ms);
 /* The device and its thread gone (q's memory too: read it before). */
 void blk_rig_stop(struct blk_rig *r);
+/* A cmocka teardown for a calloc'ed rig in *state: stopped and freed. */
+int blk_rig_teardown(void **state);
 
 #endif

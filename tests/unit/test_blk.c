@@ -41,15 +41,6 @@ static int setup(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	struct blk_rig *r = *state;
-
-	blk_rig_stop(r);
-	free(r);
-	return 0;
-}
-
 /*
  * Read from block 0 into nseg segments of seg bytes each; the status the
  * device wrote (and, when OK, the data checked against the image). The
@@ -141,9 +132,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_within_the_limits, setup,
-						teardown),
+						blk_rig_teardown),
 		cmocka_unit_test_setup_teardown(test_past_the_limits, setup,
-						teardown),
+						blk_rig_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

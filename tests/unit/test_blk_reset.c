@@ -51,15 +51,6 @@ static int setup(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	struct blk_rig *r = *state;
-
-	blk_rig_stop(r);
-	free(r);
-	return 0;
-}
-
 /* Request i: read REQ_BYTES at i * REQ_BYTES into its own buffer. */
 static void post_read(struct ring_driver *rd, unsigned int i)
 {
@@ -284,9 +275,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 			test_reset_waits_for_requests_in_flight, setup,
-			teardown),
+			blk_rig_teardown),
 		cmocka_unit_test_setup_teardown(test_device_whole_after_resets,
-						setup, teardown),
+						setup, blk_rig_teardown),
 		cmocka_unit_test(test_no_io_uring_default_is_sync),
 		cmocka_unit_test(test_no_io_uring_explicit_fails),
 	};
