@@ -245,6 +245,28 @@ static int open_backing(struct qcow2 *q, unsigned int depth)
 	return disk_open_nested(&q->backing, &cfg, depth + 1);
 }
 
+/*
+ * Where new clusters go: past the file's end and past every table the
+ * image points at, so that a truncated image's tables (past its end,
+ * reading as zeroes) are never handed out as data.
+ */
+static uint64_t first_free(const struct qcow2 *q, uint64_t file_size)
+{
+	uint64_t end = MAX(file_size, q->l1_offset + (uint64_t)q->l1_size * 8);
+	uint64_t i;
+
+	end = MAX(end, q->reftable_offset + q->reftable_size * 8);
+	for (i = 0; i < q->l1_size; i++)
+		if (q->l1[i] & ENTRY_OFFSET)
+			end = MAX(end, (q->l1[i] & ENTRY_OFFSET) +
+				       q->cluster_size);
+	for (i = 0; i < q->reftable_size; i++)
+		if (q->reftable[i] & ENTRY_OFFSET)
+			end = MAX(end, (q->reftable[i] & ENTRY_OFFSET) +
+				       q->cluster_size);
+	return ALIGN_UP(end, q->cluster_size);
+}
+
 int qcow2_open(struct disk *disk, unsigned int depth)
 {
 	struct qcow2 *q = calloc(1, sizeof(*q));
@@ -283,7 +305,7 @@ int qcow2_open(struct disk *disk, unsigned int depth)
 		qcow2_err(q, "cannot read the qcow2 tables");
 		goto fail;
 	}
-	q->next_free = ALIGN_UP((uint64_t)st.st_size, q->cluster_size);
+	q->next_free = first_free(q, st.st_size);
 	ret = backing_name(q, &h);
 	if (ret < 0 || (ret > 0 && open_backing(q, depth)))
 		goto fail;
@@ -361,6 +383,8 @@ static int refblock_alloc(struct qcow2 *q, uint64_t idx)
 	bool self = (off >> q->cluster_bits) / per == idx;
 	int ret;
 
+	if (off + q->cluster_size > ENTRY_OFFSET)
+		return -ENOSPC;
 	q->next_free += q->cluster_size;
 	memset(blk, 0, q->cluster_size);
 	if (self)	/* it counts itself */
@@ -455,6 +479,8 @@ static int cluster_alloc(struct qcow2 *q, const void *buf, uint64_t *off)
 {
 	int ret;
 
+	if (q->next_free + q->cluster_size > ENTRY_OFFSET)
+		return -ENOSPC;	/* past what a table entry can hold */
 	*off = q->next_free;
 	q->next_free += q->cluster_size;
 	if (!buf)

@@ -44,7 +44,7 @@ $(FUZZ_LIB): $(FUZZ_LIB_OBJS)
 $(FUZZ_BINS): $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o \
 				  $(FUZZ_LIB)
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $(filter %.o,$^) \
-		$(FUZZ_LIB) -lseccomp -lpthread
+		$(FUZZ_LIB) -luring -lz -lseccomp -lpthread
 
 # The transport targets share a device on a fake VM (blk_vm.c).
 $(FUZZ_DIR)/fuzz_virtio_pci $(FUZZ_DIR)/fuzz_mmio: \
