@@ -63,9 +63,10 @@ void blk_vm_start(struct blk_vm *v, enum virtio_transport transport,
 {
 	struct disk_config dc = { .path = image_path,
 				  .poll = VIRTIO_POLL_UNSET };
+	/* every request done by the time its notify returns, FLUSH too */
 	struct virtio_blk_options opts = {
 		.transport = transport, .nr_queues = nr_queues,
-		.use_ioeventfd = true, .pool = &v->pool,
+		.use_ioeventfd = true, .pool = &v->pool, .aio = DISK_AIO_SYNC,
 	};
 	struct vm *vm = &v->fake.vm;
 	struct disk disk;

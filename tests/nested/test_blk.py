@@ -102,6 +102,26 @@ def build_qcow2_overlay(work):
     return base, top
 
 
+def stage_qemu_img(files):
+    """qemu-img with its libraries and loader into L1 (/l1/qemu-img/), so
+    that L1 can check the qcow2 images its guests wrote. None, or why
+    not."""
+    qimg = shutil.which("qemu-img")
+    if not qimg:
+        return "qemu-img is not installed on the host (scripts/install-deps.sh)"
+    out = subprocess.run(["ldd", qimg], capture_output=True, text=True).stdout
+    files["/l1/qemu-img/qemu-img"] = qimg
+    for line in out.splitlines():
+        m = re.match(r"\s*(\S+) => (/\S+) \(", line)
+        if m:
+            files["/l1/qemu-img/lib/" + m.group(1)] = m.group(2)
+            continue
+        m = re.match(r"\s*(/\S*ld-linux\S*) \(", line)
+        if m:
+            files["/l1/qemu-img/ld.so"] = m.group(1)
+    return None
+
+
 def build_fio_image(work):
     """An ext2 image with fio, its libraries and their loader, for a
     read-only disk: /fio, /ld.so, /lib/*. Returns (path, None) or
@@ -191,6 +211,7 @@ def l1(tmp_path_factory, request):
     base, top = build_qcow2_overlay(work)
     files["/l1/base.img"] = base
     files["/l1/top.qcow2"] = top
+    qemu_img_missing = stage_qemu_img(files)
     fio_img, fio_missing = build_fio_image(work)
     if fio_img:
         files["/l2/fio.img"] = fio_img
@@ -204,6 +225,7 @@ def l1(tmp_path_factory, request):
     res = nested.run_l1(jobs, files, l1_kernel=kernel, workdir=work,
                         lkvm=lkvm)
     res.fio_missing = fio_missing
+    res.qemu_img_missing = qemu_img_missing
     res.workdir = work
     _timings(res)
     return res
@@ -508,7 +530,8 @@ def test_fio_verify_polled(l1, name):
 def test_qcow2_overlay(l1):
     """fio verify at iodepth 1 and 32 on a qcow2 overlay (qemu-img create
     -b base.img): every block written and read back, lkvm ends cleanly,
-    the overlay took the writes and the base kept every byte."""
+    the overlay took the writes, the base kept every byte, and qemu-img
+    check (run in L1) finds the overlay clean."""
     if getattr(l1, "fio_missing", None):
         pytest.fail("fio test not run: " + l1.fio_missing)
     j = _io_job(l1, "qcow2")
@@ -524,6 +547,12 @@ def test_qcow2_overlay(l1):
                                      f.get(qd + "_issued")))
     _expect(j, problems, "io_errors", "0", "I/O errors in the guest's dmesg")
     _expect(j, problems, "l1_base_unchanged", "1", "the base image changed")
+    if getattr(l1, "qemu_img_missing", None):
+        problems.append("qemu-img check not run: " + l1.qemu_img_missing)
+    else:
+        _expect(j, problems, "l1_qemu_img_check", "0",
+                "qemu-img check of the overlay in L1 (0: no errors, no"
+                " leaks)")
     grown = int(f.get("l1_top_kb", 0)) - int(f.get("l1_top_kb_before", 0))
     if grown < 8 * 1024:
         problems.append("the overlay grew by %d KiB, want >= 8 MiB" % grown)
