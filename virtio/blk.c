@@ -466,7 +466,7 @@ static void blk_queue_kick(struct virtio_device *vdev, struct virtio_queue *q)
 	disk_aio_reap(bq->aio, false, blk_req_done, bq);
 	bq->held = false;
 	virtio_queue_serve(vdev, q, blk_handle, blk);
-	/* reads from the page cache are done by the time submit returns */
+	/* and what the kernel finished while it took the submission */
 	if (blk_submit_and_reap(bq))
 		virtio_queue_publish(vdev, q);
 }
@@ -476,7 +476,6 @@ static void blk_aio_ready(struct io_source *src, uint32_t events)
 {
 	struct blk_queue *bq = src->opaque;
 	struct virtio_queue *q = bq->q;
-
 	unsigned int reaped;
 
 	pthread_mutex_lock(&q->lock);

@@ -151,7 +151,7 @@ run_fioqd() {
 		fact l1_base_unchanged "$(same "$W/base.img" /l1/base.img)"
 		fact l1_top_kb "$(alloc_kb "$W/top.qcow2")"
 		q=/l1/qemu-img
-		if [ -x $q/ld.so ]; then
+		if [ -f $q/ld.so ]; then
 			$q/ld.so --library-path $q/lib $q/qemu-img check \
 				"$W/top.qcow2" >"$W/check" 2>&1
 			fact l1_qemu_img_check $?

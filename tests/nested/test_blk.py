@@ -110,15 +110,17 @@ def stage_qemu_img(files):
     if not qimg:
         return "qemu-img is not installed on the host (scripts/install-deps.sh)"
     out = subprocess.run(["ldd", qimg], capture_output=True, text=True).stdout
-    files["/l1/qemu-img/qemu-img"] = qimg
+    # the files themselves: mkinitramfs keeps a symlink a symlink
+    files["/l1/qemu-img/qemu-img"] = os.path.realpath(qimg)
     for line in out.splitlines():
         m = re.match(r"\s*(\S+) => (/\S+) \(", line)
         if m:
-            files["/l1/qemu-img/lib/" + m.group(1)] = m.group(2)
+            files["/l1/qemu-img/lib/" + m.group(1)] = \
+                os.path.realpath(m.group(2))
             continue
         m = re.match(r"\s*(/\S*ld-linux\S*) \(", line)
         if m:
-            files["/l1/qemu-img/ld.so"] = m.group(1)
+            files["/l1/qemu-img/ld.so"] = os.path.realpath(m.group(1))
     return None
 
 
