@@ -31,6 +31,7 @@ enum {
 	OPT_REBOOT,
 	OPT_TRANSPORT,
 	OPT_NO_IOEVENTFD,
+	OPT_RNG,
 	OPT_MMIO_CMDLINE,
 	OPT_POLL,
 	OPT_IOTHREADS,
@@ -56,6 +57,7 @@ static const struct option run_options[] = {
 	{ "network",	required_argument, NULL, 'n' },
 	{ "virtio-transport", required_argument, NULL, OPT_TRANSPORT },
 	{ "no-ioeventfd", no_argument,	   NULL, OPT_NO_IOEVENTFD },
+	{ "rng",	no_argument,	   NULL, OPT_RNG },
 	{ "mmio-cmdline", no_argument,	   NULL, OPT_MMIO_CMDLINE },
 	{ "poll",	required_argument, NULL, OPT_POLL },
 	{ "iothreads",	required_argument, NULL, OPT_IOTHREADS },
@@ -108,6 +110,8 @@ void cli_usage_run(void)
 "                        hostfwd=tcp|udp:[HOSTADDR]:PORT-[GUESTADDR]:PORT\n"
 "                        (HOSTADDR 127.0.0.1 unless given)\n"
 "                        poll=MODE: this card's --poll mode\n"
+"      --rng             a virtio-rng device: entropy from the host's\n"
+"                        getrandom() (the guest's /dev/hwrng)\n"
 "      --virtio-transport pci|pci-legacy|mmio\n"
 "                        how virtio devices appear: modern virtio-pci with\n"
 "                        MSI-X (default), legacy virtio-pci (I/O BAR,\n"
@@ -303,6 +307,7 @@ static int parse_option(int opt, struct vm_config *cfg)
 	case OPT_STATS: cfg->stats_path = optarg; return 0;
 	case OPT_REBOOT: cfg->reboot = true; return 0;
 	case OPT_NO_IOEVENTFD: cfg->no_ioeventfd = true; return 0;
+	case OPT_RNG: cfg->rng = true; return 0;
 	case OPT_NO_SECCOMP: cfg->no_seccomp = true; return 0;
 	case OPT_BOOT_PROFILE: cfg->boot_profile = true; return 0;
 	case OPT_MMIO_CMDLINE: cfg->mmio_cmdline = true; return 0;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * User-requested devices: one virtio-blk per -d, one virtio-net per -n, on
- * the chosen transport, each taking over the disk or backend the inputs
+ * User-requested devices: one virtio-blk per -d, one virtio-net per -n, a
+ * virtio-rng with --rng, on the chosen transport, each taking over the disk or backend the inputs
  * opened, and with --iothreads the shared I/O threads that serve them.
  * Owned by the main thread, which creates them before the vCPUs start and
  * stops them after the vCPUs are gone.
@@ -15,6 +15,7 @@
 #include "lkvm/virtio/blk.h"
 #include "lkvm/virtio/device.h"
 #include "lkvm/virtio/net.h"
+#include "lkvm/virtio/rng.h"
 #include "lkvm/vm.h"
 
 struct vm_devices {
@@ -24,6 +25,7 @@ struct vm_devices {
 	unsigned int nr_net;
 	struct virtio_net *net[LKVM_MAX_NICS];
 	const struct net_config *net_cfg[LKVM_MAX_NICS];
+	struct virtio_rng *rng;		/* --rng; NULL otherwise */
 };
 
 static const char *const transport_names[] = {
@@ -105,6 +107,17 @@ int devices_create(struct vm *vm, struct vm_inputs *in)
 	}
 	if (devices_create_nics(vm, d, in))
 		return -1;
+	if (cfg->rng) {
+		struct virtio_rng_options opts = {
+			.transport = cfg->transport,
+			.use_ioeventfd = !cfg->no_ioeventfd,
+			.pool = devices_pool(d),
+		};
+
+		d->rng = virtio_rng_create(vm, &opts);
+		if (!d->rng)
+			return -1;
+	}
 	return iothread_pool_start(&d->pool);
 }
 
@@ -121,6 +134,7 @@ void devices_stop(struct vm *vm)
 		virtio_blk_destroy(vm->devices->blk[i]);
 	for (i = 0; i < vm->devices->nr_net; i++)
 		virtio_net_destroy(vm->devices->net[i]);
+	virtio_rng_destroy(vm->devices->rng);
 	/* after the devices: their teardown still unwatches its fds there */
 	iothread_pool_destroy(&vm->devices->pool);
 }
@@ -149,6 +163,10 @@ void devices_report_unused(struct vm *vm)
 		if (!virtio_net_device(vm->devices->net[i])->driver_seen)
 			pr_warn("the guest never initialised its virtio-net card %u: does its kernel have CONFIG_VIRTIO_NET%s?",
 				i, transport_option(vm->cfg->transport));
+	if (vm->devices->rng &&
+	    !virtio_rng_device(vm->devices->rng)->driver_seen)
+		pr_warn("the guest never initialised its virtio-rng device: does its kernel have CONFIG_HW_RANDOM_VIRTIO%s?",
+			transport_option(vm->cfg->transport));
 }
 
 static void write_device_stats(FILE *f, struct vm *vm, const char *type,
@@ -182,5 +200,8 @@ void devices_write_stats(struct vm *vm, FILE *f)
 	for (i = 0; d && i < LKVM_MAX_NICS && d->net[i]; i++)
 		write_device_stats(f, vm, "virtio-net",
 				   virtio_net_device(d->net[i]), !n++);
+	if (d && d->rng)
+		write_device_stats(f, vm, "virtio-rng", virtio_rng_device(d->rng),
+				   !n++);
 	fprintf(f, "]");
 }

@@ -35,6 +35,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <termios.h>
@@ -104,6 +105,8 @@ static const struct sc_rule device_rules[] = {
 	IOCTL(BLKDISCARD), IOCTL(BLKZEROOUT),
 	/* io_uring disks: submitting and reaping (its rings are made first) */
 	ALLOW(io_uring_enter),
+	/* virtio-rng */
+	ALLOW_IF(getrandom, 2, GRND_NONBLOCK),
 	/* tap queues as the driver configures them */
 	IOCTL(TUNSETOFFLOAD), IOCTL(TUNSETQUEUE), IOCTL(TUNSETVNETHDRSZ),
 	/* a queue's ioeventfd, made by the thread that starts the queue */

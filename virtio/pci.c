@@ -17,6 +17,7 @@
  * ioeventfds follow.
  */
 #include <errno.h>
+#include <linux/virtio_ids.h>
 #include <linux/virtio_pci.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -777,6 +778,29 @@ static void setup_modern_caps(struct virtio_pci *vp)
 		       BAR4_DEVICE, 0x1000, 16);
 }
 
+/* Transitional device IDs (virtio 1.x, 4.1.2.1): not a formula. */
+static uint16_t legacy_device_id(uint32_t id)
+{
+	switch (id) {
+	case VIRTIO_ID_NET:
+		return 0x1000;
+	case VIRTIO_ID_BLOCK:
+		return 0x1001;
+	case VIRTIO_ID_BALLOON:
+		return 0x1002;
+	case VIRTIO_ID_CONSOLE:
+		return 0x1003;
+	case VIRTIO_ID_SCSI:
+		return 0x1004;
+	case VIRTIO_ID_RNG:
+		return 0x1005;
+	case VIRTIO_ID_9P:
+		return 0x1009;
+	default:
+		return 0x103f;	/* the last of the transitional range */
+	}
+}
+
 static void setup_config_space(struct virtio_pci *vp, uint32_t class_code)
 {
 	struct pci_device *pdev = &vp->pdev;
@@ -784,8 +808,7 @@ static void setup_config_space(struct virtio_pci *vp, uint32_t class_code)
 	uint32_t id = vp->vdev->ops->device_id;
 
 	put16(cfg + 0x00, PCI_VENDOR_REDHAT_QUMRANET);
-	/* Legacy IDs for the two devices old drivers know. */
-	put16(cfg + 0x02, vp->legacy ? (id == 1 ? 0x1000 : 0x1001)
+	put16(cfg + 0x02, vp->legacy ? legacy_device_id(id)
 				     : PCI_DEVICE_MODERN_BASE + id);
 	put32(cfg + 0x08, (class_code << 8) | (vp->legacy ? 0 : 1));
 	put16(cfg + 0x2c, PCI_VENDOR_REDHAT_QUMRANET);

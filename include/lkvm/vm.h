@@ -53,6 +53,7 @@ struct vm_config {
 	unsigned int nr_nics;
 	struct net_config nics[LKVM_MAX_NICS];
 	enum virtio_transport transport;
+	bool rng;			/* --rng: a virtio-rng device */
 	bool no_ioeventfd;		/* serve notifies in vCPU threads */
 	bool no_seccomp;		/* run without seccomp filters */
 	bool boot_profile;		/* --boot-profile: print it at exit */

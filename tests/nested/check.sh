@@ -37,6 +37,14 @@ else
 	fact disk_sectors 0
 fi
 
+# lkvm's --rng: the hw_random core's current source, and 64 bytes from it.
+if [ -e /dev/hwrng ]; then
+	fact hwrng "$(cat /sys/class/misc/hw_random/rng_current)"
+	fact hwrng_bytes "$(dd if=/dev/hwrng bs=64 count=1 2>/dev/null | wc -c)"
+else
+	fact hwrng none
+fi
+
 # Trouble the kernel reports but survives: the tests want none of it.
 dmesg >/tmp/dmesg
 acpi='ACPI Error\|ACPI BIOS Error\|ACPI Warning'

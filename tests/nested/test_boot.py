@@ -99,7 +99,7 @@ def _l2_job(name, flavour, cpus, fmt, status, transport):
         cmdline = ["-p", "console=ttyS0 panic=-1 " + _l2_words(status)]
     argv = ["lkvm", "run", "-k", kernel, "-i", "/l2/%s/initrd" % flavour,
             "-m", str(MEM_MIB), "-c", str(cpus), "--name", name,
-            "--timeout", str(JOB_TIMEOUT), "-d", DISK,
+            "--timeout", str(JOB_TIMEOUT), "-d", DISK, "--rng",
             "--virtio-transport", transport] + cmdline
     # The shell's bound is later than lkvm's, so that lkvm's own --timeout
     # (exit 124) is what normally fires.
@@ -252,6 +252,11 @@ def test_l2_boot(l1, name, flavour, cpus, fmt, status, transport):
         if facts.get("disk_rw") != "same":
             problems.append("disk (%s): data read back %s" % (
                 transport, facts.get("disk_rw")))
+    # --rng: the kernel's hardware RNG is lkvm's virtio-rng, and gives bytes
+    if not facts.get("hwrng", "").startswith("virtio_rng") or \
+            facts.get("hwrng_bytes") != "64":
+        problems.append("hwrng %r, %s of 64 bytes read from /dev/hwrng" % (
+            facts.get("hwrng"), facts.get("hwrng_bytes")))
     # What the guest no longer waits for: the TSC rate from kvmclock, never
     # calibrated; with lkvm's default command line (all of it, no_timer_check
     # included: its effect leaves no trace in dmesg), no early PCI scans and
