@@ -89,6 +89,20 @@ def test_silent_l2_stall_runs_once_more(boots):
             "vcpu1 rip=0xfff0 (real mode) INIT received") in nested.RERUNS[0]
 
 
+def test_silent_l2_stall_after_l1_side_facts_runs_once_more(boots):
+    """The job's own L1 lines (l1_*) before lkvm started are not the
+    guest's checks: nested-blk's pci-legacy boot in the CI of 2026-12-02."""
+    stall = ["@@FACT l1_data_alloc_kb_before=0"] + STALL + [
+        "@@FACT l1_lkvm_rc=124"]
+    boots["consoles"] = [
+        (console([("a", ["@@FACT x=1"], 0), ("b", stall, 0)]), 0),
+        (console([("b", ["@@FACT x=2"], 0)]), 0),
+    ]
+    res = boots["run"](JOBS)
+    assert boots["images"] == [["a", "b"], ["b"]]
+    assert res.jobs["b"].facts == {"x": "2"}
+
+
 def test_l2_vcpus_named_from_system_map(tmp_path):
     smap = tmp_path / "System.map"
     smap.write_text("ffffffff81e73700 T native_write_msr\n"
