@@ -13,6 +13,7 @@
 
 #include "lkvm/arch.h"
 #include "lkvm/cli.h"
+#include "lkvm/control.h"
 #include "lkvm/iothread.h"
 #include "lkvm/util.h"
 #include "lkvm/virtio/poll.h"
@@ -130,7 +131,8 @@ void cli_usage_run(void)
 "                        (default: a thread per disk and per queue pair)\n"
 "      --mmio-cmdline    also list virtio-mmio devices on the kernel command\n"
 "                        line (virtio_mmio.device=), for kernels without ACPI\n"
-"      --name NAME       a name for the VM\n"
+"      --name NAME       the VM's name for lkvm list, stop, pause, resume,\n"
+"                        stat and debug (unique; default guest-PID)\n"
 "      --console serial  console device (the 8250 UART on COM1, ttyS0)\n"
 "      --timeout SECONDS stop the guest after SECONDS and exit 124\n"
 "      --stats FILE      write run statistics as JSON to FILE (- = stderr)\n"
@@ -303,7 +305,14 @@ static int parse_option(int opt, struct vm_config *cfg)
 	case 'p': cfg->params = optarg; return 0;
 	case OPT_APPEND: return append_params(cfg, optarg);
 	case 'f': cfg->firmware = optarg; return 0;
-	case OPT_NAME: cfg->name = optarg; return 0;
+	case OPT_NAME:
+		if (!control_name_valid(optarg)) {
+			pr_err("--name '%s': a VM name is 1-%d letters, digits, '.', '_' or '-', not starting with '.'",
+			       optarg, CONTROL_NAME_MAX);
+			return -1;
+		}
+		cfg->name = optarg;
+		return 0;
 	case OPT_STATS: cfg->stats_path = optarg; return 0;
 	case OPT_REBOOT: cfg->reboot = true; return 0;
 	case OPT_NO_IOEVENTFD: cfg->no_ioeventfd = true; return 0;

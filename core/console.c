@@ -72,6 +72,7 @@ static struct {
 	bool escape;
 	struct termios saved;
 	console_sink_fn sink;
+	console_break_fn brk;
 	void *opaque;
 } con = { .in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO };
 
@@ -370,10 +371,23 @@ bool console_is_tty(void)
 	return con.is_tty;
 }
 
-void console_set_sink(console_sink_fn sink, void *opaque)
+void console_set_sink(console_sink_fn sink, console_break_fn brk,
+		      void *opaque)
 {
 	con.sink = sink;
+	con.brk = brk;
 	con.opaque = opaque;
+}
+
+int console_send_sysrq(char key)
+{
+	uint8_t c = key;
+
+	if (!con.sink || !con.brk)
+		return -1;
+	con.brk(con.opaque);
+	con.sink(con.opaque, &c, 1);
+	return 0;
 }
 
 int console_input_fd(void)

@@ -170,7 +170,8 @@ void devices_report_unused(struct vm *vm)
 }
 
 static void write_device_stats(FILE *f, struct vm *vm, const char *type,
-			       const struct virtio_device *vdev, bool first)
+			       const struct virtio_device *vdev, bool first,
+			       bool live)
 {
 	fprintf(f, "%s{\"type\":\"%s\",\"transport\":\"%s\","
 		"\"driver_seen\":%s,\"status\":%u,\"times_broken\":%u,",
@@ -181,14 +182,14 @@ static void write_device_stats(FILE *f, struct vm *vm, const char *type,
 		virtio_poll_mode_name(vdev->use_ioeventfd ? vdev->poll_cfg.mode
 							  : VIRTIO_POLL_OFF));
 	virtio_device_write_queue_stats(vdev, f);
-	if (vdev->ops->write_stats) {
+	if (vdev->ops->write_stats && !live) {
 		fprintf(f, ",");
 		vdev->ops->write_stats((struct virtio_device *)vdev, f);
 	}
 	fprintf(f, "}");
 }
 
-void devices_write_stats(struct vm *vm, FILE *f)
+void devices_write_stats(struct vm *vm, FILE *f, bool live)
 {
 	struct vm_devices *d = vm->devices;
 	unsigned int i, n = 0;
@@ -196,12 +197,12 @@ void devices_write_stats(struct vm *vm, FILE *f)
 	fprintf(f, "\"devices\":[");
 	for (i = 0; d && i < vm->cfg->nr_disks && d->blk[i]; i++)
 		write_device_stats(f, vm, "virtio-blk",
-				   virtio_blk_device(d->blk[i]), !n++);
+				   virtio_blk_device(d->blk[i]), !n++, live);
 	for (i = 0; d && i < LKVM_MAX_NICS && d->net[i]; i++)
 		write_device_stats(f, vm, "virtio-net",
-				   virtio_net_device(d->net[i]), !n++);
+				   virtio_net_device(d->net[i]), !n++, live);
 	if (d && d->rng)
 		write_device_stats(f, vm, "virtio-rng", virtio_rng_device(d->rng),
-				   !n++);
+				   !n++, live);
 	fprintf(f, "]");
 }

@@ -11,6 +11,7 @@
 #include "lkvm/arch.h"
 #include "lkvm/boot_profile.h"
 #include "lkvm/cli.h"
+#include "lkvm/control.h"
 #include "lkvm/util.h"
 #include "lkvm/vm.h"
 
@@ -106,6 +107,17 @@ static void usage(void)
 "usage: lkvm <command> [options]\n"
 "\n"
 "  run       boot a guest (lkvm run --help)\n"
+"\n"
+"  list                       the running VMs: name, pid, state\n"
+"  stop NAME|--all            end a VM (its exit status is 0)\n"
+"  pause NAME, resume NAME    stop and restart a VM's vCPUs\n"
+"  stat NAME                  a VM's --stats counters, live, as JSON\n"
+"  debug NAME --dump          each vCPU's registers\n"
+"  debug NAME --sysrq KEY     Magic SysRq KEY on the guest's serial console\n"
+"            VMs are named by run --name (default guest-PID); their\n"
+"            sockets are in $LKVM_RUNTIME_DIR, else $XDG_RUNTIME_DIR/lkvm,\n"
+"            else /tmp/lkvm-UID\n"
+"\n"
 "  probe     say whether /dev/kvm runs guests at hardware speed\n"
 "            (exit 0: yes, 2: software KVM only, 3: no KVM here,\n"
 "            1: /dev/kvm unusable, such as no permission)\n"
@@ -162,6 +174,8 @@ int main(int argc, char **argv)
 		printf("lkvm version %s\n", LKVM_VERSION);
 		return 0;
 	}
+	if (vmctl_command(cmd))
+		return vmctl_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "probe"))
 		return cmd_probe();
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {

@@ -16,6 +16,7 @@
 #include "lkvm/arch.h"
 #include "lkvm/boot_profile.h"
 #include "lkvm/console.h"
+#include "lkvm/control.h"
 #include "lkvm/devices.h"
 #include "lkvm/inputs.h"
 #include "lkvm/irq.h"
@@ -59,17 +60,18 @@ static void handle_console(struct vm *vm, struct pollfd *pfd)
 		vm_request_exit(vm, EXIT_POWEROFF, "quit from the console");
 }
 
-static void main_loop(struct vm *vm, int sfd)
+static void main_loop(struct vm *vm, int sfd, struct control *ctl)
 {
 	double deadline = vm->cfg->deadline_ms;
-	struct pollfd pfd[3] = {
+	struct pollfd pfd[4] = {
 		{ .fd = vm->exit_efd, .events = POLLIN },
 		{ .fd = sfd, .events = POLLIN },
 		{ .fd = console_input_fd(), .events = POLLIN },
+		{ .fd = control_fd(ctl), .events = POLLIN },
 	};
 
 	while (!vm_is_exiting(vm)) {
-		int n = poll(pfd, 3, poll_timeout_ms(deadline, now_ms()));
+		int n = poll(pfd, 4, poll_timeout_ms(deadline, now_ms()));
 
 		if (n < 0 && errno != EINTR) {
 			vm_request_exit(vm, EXIT_VMM_ERROR, "poll: %s",
@@ -95,6 +97,8 @@ static void main_loop(struct vm *vm, int sfd)
 			handle_console(vm, &pfd[2]);
 		else if (pfd[2].revents & POLLNVAL)
 			pfd[2].fd = -1;
+		if (pfd[3].revents & POLLIN)
+			control_serve(ctl, vm);
 	}
 }
 
@@ -145,9 +149,29 @@ static void warn_software_kvm(struct vm *vm)
 		pr_warn("/dev/kvm here is a software KVM (kvm_pvm): every guest instruction is emulated, so only tiny guests run in useful time; Linux guests need hardware virtualization");
 }
 
+/*
+ * The VM's name on its control socket: --name, or guest-PID as kvmtool
+ * names them. A --name that cannot be had is an error; without one, the
+ * VM runs unmanaged rather than not at all.
+ */
+static struct control *claim_name(const struct vm_config *cfg)
+{
+	char name[CONTROL_NAME_MAX + 1];
+	struct control *ctl;
+
+	if (cfg->name)
+		return control_open(cfg->name);
+	snprintf(name, sizeof(name), "guest-%d", (int)getpid());
+	ctl = control_open(name);
+	if (!ctl)
+		pr_warn("running without a control socket: lkvm list, stop, pause and stat will not see this VM");
+	return ctl;
+}
+
 int vm_run(const struct vm_config *cfg, bool *reboot)
 {
 	double start = now_ms();
+	struct control *ctl = NULL;
 	struct vm_inputs in;
 	struct vm vm;
 	sigset_t sigs;
@@ -163,10 +187,15 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 		vm_inputs_close(&in);
 		return EXIT_VMM_ERROR;
 	}
+	if (!(ctl = claim_name(cfg)) && cfg->name) {
+		vm_inputs_close(&in);
+		return EXIT_VMM_ERROR;
+	}
 	inputs_ms = now_ms();
 	sfd = block_exit_signals(&sigs);
 	if (sfd < 0) {
 		pr_err("signalfd: %s", strerror(errno));
+		control_close(ctl);
 		vm_inputs_close(&in);
 		return EXIT_VMM_ERROR;
 	}
@@ -174,6 +203,7 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 		code = EXIT_VMM_ERROR;
 		goto out;
 	}
+	vm.start_ms = start;
 	boot_mark_at(&vm, BOOT_INPUTS_OPEN, inputs_ms);
 	boot_mark(&vm, BOOT_VM_BUILT);
 	warn_software_kvm(&vm);
@@ -184,8 +214,11 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 		/* last: a thread it started would inherit its filter */
 		vm_request_exit(&vm, EXIT_VMM_ERROR, "cannot confine lkvm");
 	} else {
-		main_loop(&vm, sfd);
+		main_loop(&vm, sfd, ctl);
 	}
+	/* the name is free again once nobody can reach the VM */
+	control_close(ctl);
+	ctl = NULL;
 	vcpus_stop(&vm);
 	devices_stop(&vm);
 	console_finish();
@@ -203,6 +236,7 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 	    code == EXIT_POWEROFF)
 		code = EXIT_VMM_ERROR;
 out:
+	control_close(ctl);
 	vcpus_destroy(&vm);
 	devices_stop(&vm);
 	irq_exit(&vm);

@@ -119,6 +119,10 @@ static const struct sc_rule vcpu_rules[] = {
 	IOCTL(KVM_RUN),
 	/* what a driver's writes change: notifies, MSI-X routes, irqfds */
 	IOCTL(KVM_IOEVENTFD), IOCTL(KVM_IRQFD), IOCTL(KVM_SET_GSI_ROUTING),
+#ifdef KVM_KVMCLOCK_CTRL
+	/* parking for lkvm pause: the guest's kvmclock is told */
+	IOCTL(KVM_KVMCLOCK_CTRL),
+#endif
 };
 
 static const struct sc_rule io_rules[] = {
@@ -140,8 +144,10 @@ static const struct sc_rule main_rules[] = {
 	IOCTL(KVM_IRQ_LINE), IOCTL(KVM_IOEVENTFD), IOCTL(KVM_IRQFD),
 	IOCTL(KVM_SET_GSI_ROUTING),
 	IOCTL(TUNSETOFFLOAD), IOCTL(TUNSETQUEUE),
-	/* where each vCPU stopped, after --timeout */
+	/* where each vCPU stopped, after --timeout, and lkvm debug --dump */
 	IOCTL(KVM_GET_MP_STATE), IOCTL(KVM_GET_REGS), IOCTL(KVM_GET_SREGS),
+	/* the control socket: a client at a time; removed at the end */
+	ALLOW(accept4), ALLOW(sendto), ALLOW(unlink), ALLOW(unlinkat),
 };
 
 /*

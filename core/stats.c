@@ -133,15 +133,10 @@ static void write_console(FILE *f)
 		(unsigned long long)dropped, queued);
 }
 
-int stats_write(struct vm *vm, const char *path, double wall_ms)
+void stats_print(struct vm *vm, FILE *f, double wall_ms, bool live)
 {
-	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stderr;
 	struct rusage ru;
 
-	if (!f) {
-		pr_err("cannot write stats to '%s': %s", path, strerror(errno));
-		return -1;
-	}
 	getrusage(RUSAGE_SELF, &ru);
 	fprintf(f, "{\"exit_code\":%d,\"exit_reason\":", vm->exit_code);
 	json_string(f, vm->exit_reason);
@@ -158,6 +153,8 @@ int stats_write(struct vm *vm, const char *path, double wall_ms)
 		vm->coalesced_ring ? "true" : "false",
 		(unsigned long long)vm->pio.unhandled,
 		(unsigned long long)vm->mmio.unhandled);
+	fprintf(f, "\"live\":%s,\"paused\":%s,", live ? "true" : "false",
+		vcpus_paused(vm) ? "true" : "false");
 	write_console(f);
 	boot_profile_write_json(vm, f);
 	fputc(',', f);
@@ -167,8 +164,19 @@ int stats_write(struct vm *vm, const char *path, double wall_ms)
 	fputc(',', f);
 	iothreads_write_stats(vm, f);
 	fputc(',', f);
-	devices_write_stats(vm, f);
+	devices_write_stats(vm, f, live);
 	fprintf(f, "}\n");
+}
+
+int stats_write(struct vm *vm, const char *path, double wall_ms)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stderr;
+
+	if (!f) {
+		pr_err("cannot write stats to '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	stats_print(vm, f, wall_ms, false);
 	if (f != stderr && fclose(f)) {
 		pr_err("cannot write stats to '%s': %s", path, strerror(errno));
 		return -1;

@@ -194,6 +194,28 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 	}
 }
 
+/*
+ * After a kick: stay out of KVM_RUN while the VM is paused. The kick's
+ * immediate_exit is cleared under pause_lock, after the stop flag was
+ * seen clear, so that a stop (which sets the flag first) is never lost.
+ */
+static void vcpu_park(struct vcpu *vcpu)
+{
+	struct vm *vm = vcpu->vm;
+
+	pthread_mutex_lock(&vm->pause_lock);
+	if (!vm->vcpus_stopping && vm->pause_requested) {
+		__atomic_store_n(&vcpu->run->immediate_exit, 0, __ATOMIC_RELEASE);
+		arch_vcpu_paused(vcpu);
+		vm->nr_parked++;
+		pthread_cond_broadcast(&vm->pause_cond);
+		while (vm->pause_requested && !vm->vcpus_stopping)
+			pthread_cond_wait(&vm->pause_cond, &vm->pause_lock);
+		vm->nr_parked--;
+	}
+	pthread_mutex_unlock(&vm->pause_lock);
+}
+
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *vcpu = arg;
@@ -209,12 +231,13 @@ static void *vcpu_thread(void *arg)
 		return NULL;
 	}
 	boot_mark(vcpu->vm, BOOT_FIRST_ENTRY);
-	while (!__atomic_load_n(&vcpu->run->immediate_exit, __ATOMIC_ACQUIRE)) {
+	while (!__atomic_load_n(&vcpu->vm->vcpus_stopping, __ATOMIC_ACQUIRE)) {
 		uint64_t t0;
 
 		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				vcpu->stats.intr++;
+				vcpu_park(vcpu);
 				continue;
 			}
 			vm_request_exit(vcpu->vm, EXIT_GUEST_CRASH,
@@ -261,6 +284,76 @@ int vcpus_start(struct vm *vm)
 	return ret;
 }
 
+/* Out of KVM_RUN now, or at once on the next entry (immediate_exit). */
+static void vcpus_kick(struct vm *vm)
+{
+	unsigned int i;
+
+	for (i = 0; vm->vcpus && i < vm->nr_vcpus; i++) {
+		struct vcpu *vcpu = &vm->vcpus[i];
+
+		if (!vcpu->run)
+			continue;
+		__atomic_store_n(&vcpu->run->immediate_exit, 1,
+				 __ATOMIC_RELEASE);
+		if (vcpu->started)
+			pthread_kill(vcpu->thread, VCPU_KICK_SIGNAL);
+	}
+}
+
+static unsigned int vcpus_started(const struct vm *vm)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; vm->vcpus && i < vm->nr_vcpus; i++)
+		n += vm->vcpus[i].started;
+	return n;
+}
+
+int vcpus_pause(struct vm *vm, unsigned int timeout_ms)
+{
+	unsigned int want = vcpus_started(vm);
+	struct timespec end;
+	int err = 0;
+
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += timeout_ms / 1000;
+	end.tv_nsec += (timeout_ms % 1000) * 1000000L;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&vm->pause_lock);
+	vm->pause_requested = true;
+	pthread_mutex_unlock(&vm->pause_lock);
+	vcpus_kick(vm);
+	pthread_mutex_lock(&vm->pause_lock);
+	while (vm->nr_parked < want && !vm->vcpus_stopping && !err)
+		err = pthread_cond_timedwait(&vm->pause_cond, &vm->pause_lock,
+					     &end);
+	err = vm->nr_parked < want;
+	pthread_mutex_unlock(&vm->pause_lock);
+	return err ? -1 : 0;
+}
+
+void vcpus_resume(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->pause_lock);
+	vm->pause_requested = false;
+	pthread_cond_broadcast(&vm->pause_cond);
+	pthread_mutex_unlock(&vm->pause_lock);
+}
+
+bool vcpus_paused(struct vm *vm)
+{
+	bool paused;
+
+	pthread_mutex_lock(&vm->pause_lock);
+	paused = vm->pause_requested;
+	pthread_mutex_unlock(&vm->pause_lock);
+	return paused;
+}
+
 /*
  * Every vCPU is out of KVM_RUN before any kvm_run mapping goes: each vCPU
  * drains the coalesced-MMIO ring that lives in vCPU 0's mapping.
@@ -271,16 +364,11 @@ void vcpus_stop(struct vm *vm)
 
 	if (!vm->vcpus)
 		return;
-	for (i = 0; i < vm->nr_vcpus; i++) {
-		struct vcpu *vcpu = &vm->vcpus[i];
-
-		if (!vcpu->run)
-			continue;
-		__atomic_store_n(&vcpu->run->immediate_exit, 1,
-				 __ATOMIC_RELEASE);
-		if (vcpu->started)
-			pthread_kill(vcpu->thread, VCPU_KICK_SIGNAL);
-	}
+	pthread_mutex_lock(&vm->pause_lock);
+	__atomic_store_n(&vm->vcpus_stopping, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&vm->pause_cond);
+	pthread_mutex_unlock(&vm->pause_lock);
+	vcpus_kick(vm);
 	for (i = 0; i < vm->nr_vcpus; i++) {
 		struct vcpu *vcpu = &vm->vcpus[i];
 
@@ -304,6 +392,24 @@ static const char *mp_state_name(uint32_t state)
 	if (state < ARRAY_SIZE(names) && names[state])
 		return names[state];
 	return "unknown";
+}
+
+void vcpus_dump(struct vm *vm, FILE *f)
+{
+	struct kvm_mp_state mp;
+	unsigned int i;
+
+	for (i = 0; vm->vcpus && i < vm->nr_vcpus; i++) {
+		struct vcpu *vcpu = &vm->vcpus[i];
+
+		if (ioctl(vcpu->fd, KVM_GET_MP_STATE, &mp) < 0)
+			mp.mp_state = ~0u;
+		fprintf(f, "vcpu%u: %s, %llu exits to lkvm\n", i,
+			mp_state_name(mp.mp_state),
+			(unsigned long long)__atomic_load_n(&vcpu->stats.exits,
+							    __ATOMIC_RELAXED));
+		arch_vcpu_dump(vcpu, f);
+	}
 }
 
 /*

@@ -133,6 +133,8 @@ int vm_init(struct vm *vm, const struct vm_config *cfg)
 	pthread_mutex_init(&vm->exit_lock, NULL);
 	pthread_mutex_init(&vm->alloc_lock, NULL);
 	pthread_mutex_init(&vm->coalesced_lock, NULL);
+	pthread_mutex_init(&vm->pause_lock, NULL);
+	pthread_cond_init(&vm->pause_cond, NULL);
 	boot_profile_init(vm);
 	vm->exit_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (vm->exit_efd < 0) {

@@ -39,6 +39,7 @@ enum {
 #define MCR_OUT2	0x08
 #define MCR_LOOP	0x10
 #define LSR_DR		0x01
+#define LSR_BI		0x10
 #define LSR_THRE	0x20
 #define LSR_TEMT	0x40
 #define MSR_CTS		0x10
@@ -61,6 +62,7 @@ struct serial {
 	bool thr_busy;		/* the console's output queue is full */
 	int irq_level;
 	uint8_t rx[UART_RX_FIFO];
+	bool rx_break[UART_RX_FIFO];	/* this byte is a BREAK's 0 */
 	unsigned int rx_head, rx_count;
 };
 
@@ -86,11 +88,14 @@ static void serial_update_irq(struct serial *s)
 	}
 }
 
-static void serial_rx_push(struct serial *s, uint8_t c)
+static void serial_rx_push(struct serial *s, uint8_t c, bool is_break)
 {
+	unsigned int tail = (s->rx_head + s->rx_count) % UART_RX_FIFO;
+
 	if (s->rx_count == UART_RX_FIFO)
 		return;
-	s->rx[(s->rx_head + s->rx_count) % UART_RX_FIFO] = c;
+	s->rx[tail] = c;
+	s->rx_break[tail] = is_break;
 	s->rx_count++;
 }
 
@@ -138,8 +143,10 @@ static uint8_t serial_read_reg(struct serial *s, unsigned int reg)
 	case UART_MCR:
 		return s->mcr;
 	case UART_LSR:
+		/* as a 16550's FIFO does: BI goes with the byte on top */
 		return (s->thr_busy ? 0 : LSR_THRE | LSR_TEMT) |
-		       (s->rx_count ? LSR_DR : 0);
+		       (s->rx_count ? LSR_DR : 0) |
+		       (s->rx_count && s->rx_break[s->rx_head] ? LSR_BI : 0);
 	case UART_MSR:
 		return serial_msr(s);
 	default:
@@ -153,7 +160,7 @@ static void serial_transmit(struct serial *s, uint8_t c)
 	bool full = false;
 
 	if (s->mcr & MCR_LOOP) {
-		serial_rx_push(s, c);
+		serial_rx_push(s, c, false);
 	} else {
 		console_write(&c, 1, &full);
 		boot_profile_console(s->vm, c);
@@ -245,10 +252,21 @@ static size_t serial_console_input(void *opaque, const uint8_t *buf,
 
 	pthread_mutex_lock(&s->lock);
 	for (i = 0; i < len && s->rx_count < UART_RX_FIFO; i++)
-		serial_rx_push(s, buf[i]);
+		serial_rx_push(s, buf[i], false);
 	serial_update_irq(s);
 	pthread_mutex_unlock(&s->lock);
 	return i;
+}
+
+/* A BREAK arrives as a 0 byte with LSR.BI, taking a place in the FIFO. */
+static void serial_console_break(void *opaque)
+{
+	struct serial *s = opaque;
+
+	pthread_mutex_lock(&s->lock);
+	serial_rx_push(s, 0, true);
+	serial_update_irq(s);
+	pthread_mutex_unlock(&s->lock);
 }
 
 static const struct bus_ops serial_ops = {
@@ -267,7 +285,7 @@ int serial_init(struct vm *vm, uint16_t port, unsigned int irq)
 	s->dev = (struct bus_dev) { .name = "serial", .ops = &serial_ops, .priv = s };
 	s->mcr = MCR_OUT2;
 	pthread_mutex_init(&s->lock, NULL);
-	console_set_sink(serial_console_input, s);
+	console_set_sink(serial_console_input, serial_console_break, s);
 	console_set_room_notify(serial_console_room, s);
 	return bus_register(&vm->pio, port, 8, &s->dev);
 }

@@ -521,3 +521,60 @@ void arch_vcpu_where(struct vcpu *vcpu, char *buf, size_t size)
 		 sregs.cs.selector, (unsigned long long)regs.rsp,
 		 regs.rflags & X86_EFLAGS_IF ? "on" : "off");
 }
+
+static void dump_segment(FILE *f, const char *name, const struct kvm_segment *s)
+{
+	fprintf(f, "  %-3s %04x base %016llx limit %08x type %x%s%s\n", name,
+		s->selector, (unsigned long long)s->base, s->limit, s->type,
+		s->l ? " 64-bit" : "", s->present ? "" : " not-present");
+}
+
+void arch_vcpu_dump(struct vcpu *vcpu, FILE *f)
+{
+	struct kvm_sregs sregs;
+	struct kvm_regs r;
+
+	if (ioctl(vcpu->fd, KVM_GET_REGS, &r) < 0 ||
+	    ioctl(vcpu->fd, KVM_GET_SREGS, &sregs) < 0) {
+		fprintf(f, "  registers unreadable: %s\n", strerror(errno));
+		return;
+	}
+	fprintf(f, "  rip %016llx rflags %08llx (%s)\n"
+		"  rax %016llx rbx %016llx rcx %016llx rdx %016llx\n"
+		"  rsi %016llx rdi %016llx rbp %016llx rsp %016llx\n"
+		"  r8  %016llx r9  %016llx r10 %016llx r11 %016llx\n"
+		"  r12 %016llx r13 %016llx r14 %016llx r15 %016llx\n"
+		"  cr0 %016llx cr2 %016llx cr3 %016llx cr4 %016llx\n"
+		"  efer %016llx apic_base %016llx\n",
+		(unsigned long long)r.rip, (unsigned long long)r.rflags,
+		x86_cpu_mode(&sregs),
+		(unsigned long long)r.rax, (unsigned long long)r.rbx,
+		(unsigned long long)r.rcx, (unsigned long long)r.rdx,
+		(unsigned long long)r.rsi, (unsigned long long)r.rdi,
+		(unsigned long long)r.rbp, (unsigned long long)r.rsp,
+		(unsigned long long)r.r8, (unsigned long long)r.r9,
+		(unsigned long long)r.r10, (unsigned long long)r.r11,
+		(unsigned long long)r.r12, (unsigned long long)r.r13,
+		(unsigned long long)r.r14, (unsigned long long)r.r15,
+		(unsigned long long)sregs.cr0, (unsigned long long)sregs.cr2,
+		(unsigned long long)sregs.cr3, (unsigned long long)sregs.cr4,
+		(unsigned long long)sregs.efer,
+		(unsigned long long)sregs.apic_base);
+	dump_segment(f, "cs", &sregs.cs);
+	dump_segment(f, "ds", &sregs.ds);
+	dump_segment(f, "ss", &sregs.ss);
+	dump_segment(f, "tr", &sregs.tr);
+	fprintf(f, "  gdt %016llx/%x idt %016llx/%x\n",
+		(unsigned long long)sregs.gdt.base, sregs.gdt.limit,
+		(unsigned long long)sregs.idt.base, sregs.idt.limit);
+}
+
+/*
+ * A guest on kvmclock that finds minutes gone at the next tick would
+ * report a soft lockup; this flag tells it the host paused it. EINVAL
+ * means the guest does not use kvmclock: nothing to tell.
+ */
+void arch_vcpu_paused(struct vcpu *vcpu)
+{
+	ioctl(vcpu->fd, KVM_KVMCLOCK_CTRL, 0);
+}

@@ -16,7 +16,8 @@ KIT_LDFLAGS	:= -nostdlib -static -no-pie -Wl,--build-id=none \
 		   -Wl,-T,$(KIT_DIR)/kit.ld -Wl,-z,noexecstack \
 		   -Wl,--no-warn-rwx-segments
 
-KIT_TESTS	:= exit hang poweroff smp tables rtc selftest fault timer tsc pci kick spew
+KIT_TESTS	:= exit hang poweroff smp tables rtc selftest fault timer tsc pci kick spew \
+		   count
 # Guests that drive virtio devices link the kit's virtio driver too.
 KIT_VIRTIO_TESTS := blk hostile hostile_pci reqbench net netbench netctrl crashdisk \
 		    rng

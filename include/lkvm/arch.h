@@ -20,6 +20,7 @@
 #define LKVM_ARCH_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 struct vm;
@@ -42,6 +43,10 @@ int arch_load_guest(struct vm *vm, const struct arch_guest *guest);
 int arch_vcpu_init(struct vcpu *vcpu);
 /* A stopped vCPU's whereabouts for a person: instruction pointer and mode. */
 void arch_vcpu_where(struct vcpu *vcpu, char *buf, size_t size);
+/* Its registers, several lines, for `lkvm debug --dump` (not in KVM_RUN). */
+void arch_vcpu_dump(struct vcpu *vcpu, FILE *f);
+/* From the vCPU's own thread as it parks: tell the guest it is paused. */
+void arch_vcpu_paused(struct vcpu *vcpu);
 void arch_vm_exit(struct vm *vm);
 
 /*

@@ -41,7 +41,16 @@ void console_stop(void);
 void console_output_stats(uint64_t *written, uint64_t *dropped,
 			  size_t *queued);
 
-void console_set_sink(console_sink_fn sink, void *opaque);
+/* A BREAK condition on the line that the sink reads (the serial port). */
+typedef void (*console_break_fn)(void *opaque);
+void console_set_sink(console_sink_fn sink, console_break_fn brk,
+		      void *opaque);
+/*
+ * Magic SysRq for a guest whose console is the serial port: a BREAK, then
+ * the key (Linux acts on a key that follows a break within 5 s). Main
+ * thread, as console input is. -1 when there is no line to send it on.
+ */
+int console_send_sysrq(char key);
 
 /*
  * Called by the main loop when stdin is readable. Returns -1 at EOF (stop

@@ -7,6 +7,7 @@
 #ifndef LKVM_DEVICES_H
 #define LKVM_DEVICES_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 struct vm;
@@ -17,7 +18,7 @@ int devices_create(struct vm *vm, struct vm_inputs *in);
 void devices_stop(struct vm *vm);
 /* Warn about devices the guest never initialised, naming the likely cause. */
 void devices_report_unused(struct vm *vm);
-/* The "devices" member of the --stats object. */
-void devices_write_stats(struct vm *vm, FILE *f);
+/* The "devices" member of the --stats object (live: see stats_print()). */
+void devices_write_stats(struct vm *vm, FILE *f, bool live);
 
 #endif

@@ -3,9 +3,18 @@
 #ifndef LKVM_STATS_H
 #define LKVM_STATS_H
 
+#include <stdbool.h>
+#include <stdio.h>
+
 struct vm;
 
 /* Write the statistics of a finished VM to path ("-" for stderr). */
 int stats_write(struct vm *vm, const char *path, double wall_ms);
+/*
+ * The same object into f. live: the VM is running (lkvm stat), so its
+ * counters are a moment's reading, and what devices keep in state that
+ * a reset frees (virtio-blk's per-queue figures) is left out.
+ */
+void stats_print(struct vm *vm, FILE *f, double wall_ms, bool live);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "lkvm/boot_profile.h"
 #include "lkvm/bus.h"
@@ -134,6 +135,20 @@ struct vm {
 	unsigned int nr_vcpus;
 	struct vcpu *vcpus;
 
+	/*
+	 * Pausing (lkvm pause): the main thread sets pause_requested and
+	 * kicks the vCPUs out of KVM_RUN; each parks in vcpu_park() and
+	 * counts itself in nr_parked until it is resumed or stopped
+	 * (vcpus_stopping). All four under pause_lock, which pause_cond
+	 * goes with, waking both sides.
+	 */
+	pthread_mutex_t pause_lock;
+	pthread_cond_t pause_cond;
+	bool pause_requested;
+	bool vcpus_stopping;
+	unsigned int nr_parked;
+	double start_ms;		/* now_ms() when vm_run began */
+
 	pthread_mutex_t exit_lock;
 	bool exiting;
 	int exit_code;
@@ -226,6 +241,19 @@ void vcpus_stop(struct vm *vm);
 /* After vcpus_stop(): one line per vCPU, where it was and in what state. */
 void vcpus_report(struct vm *vm);
 void vcpus_destroy(struct vm *vm);
+
+/*
+ * Main thread: take every vCPU out of KVM_RUN and keep it out until
+ * vcpus_resume(). -1 when one has not stopped within timeout_ms (it stays
+ * asked to). Device I/O in flight completes meanwhile; the guest sees
+ * the time it was paused pass (kvmclock is told, so it does not take the
+ * pause for a soft lockup).
+ */
+int vcpus_pause(struct vm *vm, unsigned int timeout_ms);
+void vcpus_resume(struct vm *vm);
+bool vcpus_paused(struct vm *vm);
+/* Each vCPU's registers for a person; the vCPUs must be paused. */
+void vcpus_dump(struct vm *vm, FILE *f);
 
 /*
  * The whole `lkvm run`: returns the exit status; *reboot tells whether the

@@ -431,3 +431,87 @@ def test_net_missing_tap_without_cap_net_admin():
             prefix=["unshare", "-n", "setpriv", "--bounding-set=-net_admin"])
     assert_one_line_error(p, "lkvm-nosuch0", "CAP_NET_ADMIN",
                           "ip tuntap add")
+
+
+# The management commands and the VM's name (core/control.c, core/vmctl.c).
+
+def rundir_env(tmp):
+    d = tmp / "run"
+    d.mkdir(mode=0o700, exist_ok=True)
+    return d, {"LKVM_RUNTIME_DIR": str(d)}
+
+
+@pytest.mark.parametrize("name", ["bad/name", ".hidden", "a" * 65, "sp ace"])
+def test_bad_vm_name(name):
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "--name", name]),
+                          "--name", "VM name")
+
+
+def test_name_in_use_is_refused_before_kvm(tmp):
+    """A socket that answers is a live VM's: refused, and left alone."""
+    import socket
+    d, env = rundir_env(tmp)
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(d / "taken.sock"))
+        s.listen(1)
+        assert_one_line_error(run(["run", "-k", EXIT_ELF, "--name", "taken"],
+                                  env=env), "'taken' is already running")
+        assert (d / "taken.sock").exists()
+
+
+def test_stale_socket_is_taken_over(tmp):
+    """One nobody answers on is a dead VM's: the new VM gets as far as
+    /dev/kvm, and removes the socket again when it ends."""
+    import socket
+    d, env = rundir_env(tmp)
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(d / "old.sock"))
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "--name", "old"],
+                              env=env), NO_KVM)
+    assert not (d / "old.sock").exists()
+
+
+def test_non_socket_in_the_way(tmp):
+    d, env = rundir_env(tmp)
+    (d / "file.sock").write_text("mine")
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "--name", "file"],
+                              env=env), "not a VM's socket")
+    assert (d / "file.sock").read_text() == "mine"
+
+
+def test_shared_runtime_directory_is_refused(tmp):
+    d, env = rundir_env(tmp)
+    os.chmod(d, 0o755)
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "--name", "x"],
+                              env=env), "not a private directory")
+    assert_one_line_error(run(["list"], env=env), "not a private directory")
+
+
+@pytest.mark.parametrize("args,words", [
+    (["stop"], ["usage: lkvm stop"]),
+    (["stop", "a", "b"], ["usage: lkvm stop"]),
+    (["pause"], ["usage: lkvm pause"]),
+    (["resume", "-x"], ["usage: lkvm resume"]),
+    (["stat", "nosuch"], ["no VM named 'nosuch'"]),
+    (["pause", "../etc"], ["not a VM name"]),
+    (["debug", "vm"], ["usage: lkvm debug"]),
+    (["debug", "vm", "--dump", "--sysrq", "h"], ["usage: lkvm debug"]),
+    (["debug", "--dump"], ["usage: lkvm debug"]),
+    (["debug", "nosuch", "--dump"], ["no VM named 'nosuch'"]),
+    (["list", "extra"], ["usage: lkvm list"]),
+])
+def test_management_usage(tmp, args, words):
+    _, env = rundir_env(tmp)
+    p = run(args, env=env)
+    assert p.returncode == 1, p
+    errors = [l for l in p.stderr.splitlines() if l.startswith("lkvm: error: ")]
+    assert len(errors) == 1 and all(w in errors[0] for w in words), p.stderr
+
+
+def test_list_with_no_vms(tmp):
+    """No directory yet, then an empty one: a header, nothing else, 0."""
+    _, env = rundir_env(tmp)
+    for e in ({"LKVM_RUNTIME_DIR": str(tmp / "never-made")}, env):
+        p = run(["list"], env=e)
+        assert p.returncode == 0 and p.stderr == "", p
+        assert p.stdout.split() == ["NAME", "PID", "STATE", "CPUS", "MEM_MIB"]

@@ -37,6 +37,10 @@
 #define IIR		(COM1 + 2)
 #define LSR		(COM1 + 5)
 #define LSR_THRE	0x20
+#define LSR_DR		0x01
+#define LSR_BI		0x10
+#define IER_RDI		0x01
+#define IIR_RDI		0x04
 #define IER_THRI	0x02
 #define IIR_THRI	0x02
 /* Far beyond the queue and a pipe's buffer together. */
@@ -289,6 +293,31 @@ static void test_closed_reader_discards(void **state)
 	run_child(closed_reader_body, false);
 }
 
+/*
+ * lkvm debug --sysrq: a BREAK is a 0 byte that LSR.BI marks while it is
+ * on top of the FIFO, with a receive interrupt, and the key comes next
+ * without BI, as Linux's 8250 driver needs to see them.
+ */
+static void sysrq_body(struct child *c)
+{
+	port_write(c, IER, IER_RDI);
+	port_write(c, COM1 + 4, 0x08);		/* MCR.OUT2: interrupts out */
+	CHILD_CHECK(console_send_sysrq('t') == 0);
+	CHILD_CHECK((port_read(c, IIR) & 0x0f) == IIR_RDI);
+	CHILD_CHECK((port_read(c, LSR) & (LSR_DR | LSR_BI)) ==
+		    (LSR_DR | LSR_BI));
+	CHILD_CHECK(port_read(c, THR) == 0);
+	CHILD_CHECK((port_read(c, LSR) & (LSR_DR | LSR_BI)) == LSR_DR);
+	CHILD_CHECK(port_read(c, THR) == 't');
+	CHILD_CHECK(!(port_read(c, LSR) & (LSR_DR | LSR_BI)));
+	CHILD_CHECK(port_read(c, IIR) & 0x01);	/* nothing pending */
+}
+
+static void test_sysrq_is_a_break_then_the_key(void **state)
+{
+	run_child(sysrq_body, false);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -296,6 +325,7 @@ int main(void)
 		cmocka_unit_test(test_overrun_is_counted_and_flush_gives_up),
 		cmocka_unit_test(test_nonblocking_stdout_does_not_spin),
 		cmocka_unit_test(test_closed_reader_discards),
+		cmocka_unit_test(test_sysrq_is_a_break_then_the_key),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

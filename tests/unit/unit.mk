@@ -31,7 +31,7 @@ $(BUILD)/tests/unit/test_net_tx $(BUILD)/tests/unit/test_net_rx: \
 # Devices on a VM with no KVM under it (tests/unit/fake_vm.c).
 $(BUILD)/tests/unit/test_virtio_transport $(BUILD)/tests/unit/test_rtc \
 $(BUILD)/tests/unit/test_console $(BUILD)/tests/unit/test_acpi_pm \
-$(BUILD)/tests/unit/test_boot_profile: \
+$(BUILD)/tests/unit/test_boot_profile $(BUILD)/tests/unit/test_control: \
 	$(BUILD)/tests/unit/fake_vm.o
 
 # Every binary runs even after a failure, so one report shows them all.
