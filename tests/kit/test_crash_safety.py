@@ -27,6 +27,13 @@ LKVM = Path(os.environ.get("LKVM") or ROOT / "lkvm")
 GUEST = ROOT / "guest" / "kit" / "crashdisk.elf"
 
 TRIALS = 100
+# No new trial starts after this many seconds: nested under QEMU's TCG a
+# trial takes ~7 s (the guest writes ~10x slower than on a KVM, and so
+# does this script's check), 100 of them would take twelve minutes, and a
+# test silent for 300 s is taken for a frozen L1. Never fewer than
+# MIN_TRIALS, though.
+BUDGET_S = float(os.environ.get("LKVM_CRASH_BUDGET", "100"))
+MIN_TRIALS = 12
 BLOCK = 4096
 SECTOR = 512
 MAGIC = 0x484b5341524b4c4c
@@ -104,10 +111,13 @@ def check_image(before, after, gen, flushed):
     new = blocks(after, FIRST, COUNT)
     old = blocks(before, FIRST, COUNT)
     for i in range(COUNT):
+        # most blocks past the flush are untouched: no need to build them
+        if i >= flushed and new[i] == old[i]:
+            continue
         want = expected_block(gen, FIRST + i)
         if i < flushed and new[i] != want:
             return f"block {FIRST + i} lost although flushed ({flushed})"
-        if i >= flushed and new[i] not in (want, old[i]):
+        if i >= flushed and new[i] != want:
             return f"block {FIRST + i} is neither old nor new (torn)"
     return None
 
@@ -127,7 +137,10 @@ def test_sigkill_never_loses_a_flushed_block(tmp_path):
     assert breach is None, f"seed {seed} calibration: {breach}"
     kill_after = (0.05, KILL_SPAN * took)
     killed_at = [flushed]
+    start = time.monotonic()
     for trial in range(1, TRIALS):
+        if trial >= MIN_TRIALS and time.monotonic() - start > BUDGET_S:
+            break
         before = image.read_bytes()
         gen = trial + 1
         direct = trial % 2 == 1
@@ -144,8 +157,9 @@ def test_sigkill_never_loses_a_flushed_block(tmp_path):
             f"{breach}"
         killed_at.append(flushed)
     # The kills must land mid-stream, not all before the first write.
+    trials = len(killed_at)
     mid = sum(1 for f in killed_at if 0 < f < COUNT)
-    print(f"seed {seed}: {TRIALS} kills (kill window {kill_after[1]:.1f} s), "
+    print(f"seed {seed}: {trials} kills (kill window {kill_after[1]:.1f} s), "
           f"{mid} mid-stream, flushed blocks median "
-          f"{sorted(killed_at)[TRIALS // 2]}, max {max(killed_at)}")
-    assert mid >= TRIALS // 2, killed_at
+          f"{sorted(killed_at)[trials // 2]}, max {max(killed_at)}")
+    assert mid >= trials // 2, killed_at
