@@ -33,6 +33,7 @@ enum {
 	OPT_TRANSPORT,
 	OPT_NO_IOEVENTFD,
 	OPT_RNG,
+	OPT_BALLOON,
 	OPT_MMIO_CMDLINE,
 	OPT_POLL,
 	OPT_IOTHREADS,
@@ -59,6 +60,7 @@ static const struct option run_options[] = {
 	{ "virtio-transport", required_argument, NULL, OPT_TRANSPORT },
 	{ "no-ioeventfd", no_argument,	   NULL, OPT_NO_IOEVENTFD },
 	{ "rng",	no_argument,	   NULL, OPT_RNG },
+	{ "balloon",	no_argument,	   NULL, OPT_BALLOON },
 	{ "mmio-cmdline", no_argument,	   NULL, OPT_MMIO_CMDLINE },
 	{ "poll",	required_argument, NULL, OPT_POLL },
 	{ "iothreads",	required_argument, NULL, OPT_IOTHREADS },
@@ -111,6 +113,9 @@ void cli_usage_run(void)
 "                        hostfwd=tcp|udp:[HOSTADDR]:PORT-[GUESTADDR]:PORT\n"
 "                        (HOSTADDR 127.0.0.1 unless given)\n"
 "                        poll=MODE: this card's --poll mode\n"
+"      --balloon         a virtio-balloon device: lkvm balloon NAME\n"
+"                        --inflate/--deflate MiB takes RAM back from the\n"
+"                        guest and returns it\n"
 "      --rng             a virtio-rng device: entropy from the host's\n"
 "                        getrandom() (the guest's /dev/hwrng)\n"
 "      --virtio-transport pci|pci-legacy|mmio\n"
@@ -133,7 +138,11 @@ void cli_usage_run(void)
 "                        line (virtio_mmio.device=), for kernels without ACPI\n"
 "      --name NAME       the VM's name for lkvm list, stop, pause, resume,\n"
 "                        stat and debug (unique; default guest-PID)\n"
-"      --console serial  console device (the 8250 UART on COM1, ttyS0)\n"
+"      --console serial|virtio\n"
+"                        where the guest's console is: the 8250 UART on\n"
+"                        COM1 (ttyS0, the default) or virtio-console (hvc0;\n"
+"                        typed input goes there; console=hvc0 replaces\n"
+"                        console=ttyS0 in the default command line)\n"
 "      --timeout SECONDS stop the guest after SECONDS and exit 124\n"
 "      --stats FILE      write run statistics as JSON to FILE (- = stderr)\n"
 "      --boot-profile    at exit, say when the boot reached each milestone\n"
@@ -170,6 +179,28 @@ void cli_usage_run(void)
 	LKVM_MAX_NICS, VIRTIO_POLL_DEFAULT_START_RATE,
 	VIRTIO_POLL_DEFAULT_MAX_US, VIRTIO_POLL_DEFAULT_STOP_IDLE_MS,
 	arch_default_params, 0x501);
+}
+
+/*
+ * The guest command line lkvm gives unless -p says otherwise: the arch's,
+ * with hvc0 as the console for --console virtio. Only one console=: with
+ * ttyS0 as well, every kernel message would be printed twice.
+ */
+static const char *base_params(const struct vm_config *cfg)
+{
+	static char buf[CMDLINE_BUF];
+	const char *serial = strstr(arch_default_params, "console=ttyS0");
+	size_t len = strlen("console=ttyS0");
+
+	if (!cfg->virtio_console)
+		return arch_default_params;
+	if (!serial)
+		snprintf(buf, sizeof(buf), "console=hvc0 %s", arch_default_params);
+	else
+		snprintf(buf, sizeof(buf), "%.*sconsole=hvc0%s",
+			 (int)(serial - arch_default_params),
+			 arch_default_params, serial + len);
+	return buf;
 }
 
 static int parse_bounded(const char *opt, const char *arg, uint64_t min,
@@ -222,7 +253,7 @@ static int default_guest_params(const char *path, struct vm_config *cfg)
 	if (fgets(extra, sizeof(extra), f)) {
 		extra[strcspn(extra, "\n")] = '\0';
 		if (snprintf(params, sizeof(params), "%s %s",
-			     arch_default_params, extra) >= (int)sizeof(params)) {
+			     base_params(cfg), extra) >= (int)sizeof(params)) {
 			pr_err("%s is too long", path);
 			ret = -1;
 		}
@@ -317,6 +348,7 @@ static int parse_option(int opt, struct vm_config *cfg)
 	case OPT_REBOOT: cfg->reboot = true; return 0;
 	case OPT_NO_IOEVENTFD: cfg->no_ioeventfd = true; return 0;
 	case OPT_RNG: cfg->rng = true; return 0;
+	case OPT_BALLOON: cfg->balloon = true; return 0;
 	case OPT_NO_SECCOMP: cfg->no_seccomp = true; return 0;
 	case OPT_BOOT_PROFILE: cfg->boot_profile = true; return 0;
 	case OPT_MMIO_CMDLINE: cfg->mmio_cmdline = true; return 0;
@@ -360,10 +392,11 @@ static int parse_option(int opt, struct vm_config *cfg)
 		cfg->timeout_s = v;
 		return 0;
 	case OPT_CONSOLE:
-		if (strcmp(optarg, "serial")) {
-			pr_err("--console '%s': only 'serial' is supported", optarg);
+		if (strcmp(optarg, "serial") && strcmp(optarg, "virtio")) {
+			pr_err("--console '%s': expected serial or virtio", optarg);
 			return -1;
 		}
+		cfg->virtio_console = !strcmp(optarg, "virtio");
 		return 0;
 	default:
 		return -1;	/* getopt printed why */
@@ -384,7 +417,7 @@ static void assign_macs(struct vm_config *cfg)
 static int join_append(struct vm_config *cfg)
 {
 	static char buf[CMDLINE_BUF];
-	const char *base = cfg->params ? cfg->params : arch_default_params;
+	const char *base = cfg->params ? cfg->params : base_params(cfg);
 	int n = snprintf(buf, sizeof(buf), "%s %s", base, cfg->append);
 
 	if (n < 0 || (size_t)n >= sizeof(buf)) {
@@ -410,6 +443,8 @@ static int check_config(struct vm_config *cfg)
 		return -1;
 	if (cfg->append && join_append(cfg))
 		return -1;
+	if (!cfg->params && cfg->virtio_console && !cfg->firmware)
+		cfg->params = base_params(cfg);
 	if (cfg->kernel && check_readable(cfg->kernel, "kernel"))
 		return -1;
 	if (cfg->initrd && check_readable(cfg->initrd, "initrd"))

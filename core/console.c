@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,8 +37,8 @@
 /*
  * The output queue: filled by any thread through console_write(), drained
  * by the writer thread; `lock` guards every field. The writer never holds
- * it while writing, nor while it calls room_fn (which takes the UART's
- * lock, which is held around console_write()).
+ * it while writing, nor while it tells the room listeners (the UART's
+ * lock is held around console_write()).
  */
 static struct {
 	pthread_mutex_t lock;
@@ -52,13 +53,35 @@ static struct {
 	pthread_t writer;
 	bool closed;			/* the reader is gone: discard */
 	bool want_room;
-	console_room_fn room_fn;
-	void *room_opaque;
 } out = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.more = PTHREAD_COND_INITIALIZER,
 	.progress = PTHREAD_COND_INITIALIZER,
 };
+
+/*
+ * Who hears that the queue has room again (the UART, virtio-console).
+ * The writer calls them holding `lock`, which is taken before theirs
+ * (the UART's lock) and never under out.lock: so once a listener is
+ * removed, no call to it is still running.
+ */
+#define ROOM_LISTENERS	2
+static struct {
+	pthread_mutex_t lock;
+	console_room_fn fn[ROOM_LISTENERS];
+	void *opaque[ROOM_LISTENERS];
+} room = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void room_notify(void)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&room.lock);
+	for (i = 0; i < ROOM_LISTENERS; i++)
+		if (room.fn[i])
+			room.fn[i](room.opaque[i]);
+	pthread_mutex_unlock(&room.lock);
+}
 
 /*
  * Owned by the main thread (init, input, restore); the writer thread uses
@@ -159,12 +182,9 @@ static void *writer_thread(void *arg)
 		pthread_mutex_unlock(&out.lock);
 		n = writer_write_some(out.buf + out.head, len);
 		pthread_mutex_lock(&out.lock);
-		if (writer_consume(n) && out.room_fn) {
-			console_room_fn fn = out.room_fn;
-			void *opaque = out.room_opaque;
-
+		if (writer_consume(n)) {
 			pthread_mutex_unlock(&out.lock);
-			fn(opaque);
+			room_notify();
 			pthread_mutex_lock(&out.lock);
 		}
 	}
@@ -232,12 +252,78 @@ size_t console_write(const void *buf, size_t len, bool *full)
 	return len;
 }
 
-void console_set_room_notify(console_room_fn fn, void *opaque)
+bool console_write_whole(const struct iovec *iov, unsigned int n)
 {
+	size_t total = 0, done = 0, i;
+	unsigned int k;
+
+	for (k = 0; k < n; k++)
+		total += iov[k].iov_len;
 	pthread_mutex_lock(&out.lock);
-	out.room_fn = fn;
-	out.room_opaque = opaque;
+	if (out.closed) {
+		out.dropped += total;
+		pthread_mutex_unlock(&out.lock);
+		return true;
+	}
+	if (total > OUT_QUEUE - out.count) {
+		out.want_room = true;
+		pthread_mutex_unlock(&out.lock);
+		return false;
+	}
+	for (k = 0; k < n; k++) {
+		const uint8_t *p = iov[k].iov_base;
+
+		for (i = 0; i < iov[k].iov_len; i++, done++)
+			out.buf[(out.head + out.count + done) % OUT_QUEUE] = p[i];
+	}
+	out.count += total;
+	if (total)
+		pthread_cond_signal(&out.more);
 	pthread_mutex_unlock(&out.lock);
+	return true;
+}
+
+size_t console_queue_size(void)
+{
+	return OUT_QUEUE;
+}
+
+int console_add_room_notify(console_room_fn fn, void *opaque)
+{
+	unsigned int i;
+	int ret = -1;
+
+	pthread_mutex_lock(&room.lock);
+	/* a device made again (a new VM in this process) takes its old slot */
+	for (i = 0; i < ROOM_LISTENERS && ret; i++) {
+		if (room.fn[i] == fn) {
+			room.opaque[i] = opaque;
+			ret = 0;
+		}
+	}
+	for (i = 0; i < ROOM_LISTENERS && ret; i++) {
+		if (!room.fn[i]) {
+			room.fn[i] = fn;
+			room.opaque[i] = opaque;
+			ret = 0;
+		}
+	}
+	pthread_mutex_unlock(&room.lock);
+	return ret;
+}
+
+void console_del_room_notify(console_room_fn fn, void *opaque)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&room.lock);
+	for (i = 0; i < ROOM_LISTENERS; i++) {
+		if (room.fn[i] == fn && room.opaque[i] == opaque) {
+			room.fn[i] = NULL;
+			room.opaque[i] = NULL;
+		}
+	}
+	pthread_mutex_unlock(&room.lock);
 }
 
 static void deadline_in(struct timespec *ts, unsigned int ms)

@@ -19,6 +19,7 @@
 
 #include "lkvm/console.h"
 #include "lkvm/control.h"
+#include "lkvm/devices.h"
 #include "lkvm/stats.h"
 #include "lkvm/util.h"
 #include "lkvm/vm.h"
@@ -344,6 +345,31 @@ static int do_sysrq(struct vm *vm, const struct control *ctl,
 	return 0;
 }
 
+/* "+MiB" inflates, "-MiB" deflates; the reply says where it stands. */
+static int do_balloon(struct vm *vm, const struct control *ctl,
+		      const char *arg, FILE *out, char *err, size_t size)
+{
+	uint32_t target, actual;
+	char *end;
+	long long mib;
+
+	errno = 0;
+	mib = strtoll(arg, &end, 10);
+	if ((arg[0] != '+' && arg[0] != '-') || *end || errno ||
+	    mib < -(1LL << 30) || mib > (1LL << 30)) {
+		snprintf(err, size, "a balloon change is +MiB or -MiB, not '%.32s'",
+			 arg);
+		return -1;
+	}
+	if (devices_balloon_adjust(vm, mib * 256, &target, &actual)) {
+		snprintf(err, size, "this VM has no balloon (lkvm run --balloon)");
+		return -1;
+	}
+	fprintf(out, "balloon: target %u MiB, the guest gave %u MiB so far\n",
+		target / 256, actual / 256);
+	return 0;
+}
+
 static const struct control_cmd {
 	const char *name;
 	bool takes_arg;
@@ -356,6 +382,7 @@ static const struct control_cmd {
 	{ "stat", false, do_stat },
 	{ "dump", false, do_dump },
 	{ "sysrq", true, do_sysrq },
+	{ "balloon", true, do_balloon },
 };
 
 /* Runs the request into out; -1 with the reason in err. */

@@ -15,6 +15,8 @@
 #include "lkvm/virtio/blk.h"
 #include "lkvm/virtio/device.h"
 #include "lkvm/virtio/net.h"
+#include "lkvm/virtio/balloon.h"
+#include "lkvm/virtio/console.h"
 #include "lkvm/virtio/rng.h"
 #include "lkvm/vm.h"
 
@@ -26,6 +28,8 @@ struct vm_devices {
 	struct virtio_net *net[LKVM_MAX_NICS];
 	const struct net_config *net_cfg[LKVM_MAX_NICS];
 	struct virtio_rng *rng;		/* --rng; NULL otherwise */
+	struct virtio_console *console;	/* --console virtio; NULL otherwise */
+	struct virtio_balloon *balloon;	/* --balloon; NULL otherwise */
 };
 
 static const char *const transport_names[] = {
@@ -80,6 +84,7 @@ int devices_create(struct vm *vm, struct vm_inputs *in)
 {
 	const struct vm_config *cfg = vm->cfg;
 	struct vm_devices *d = vm_zalloc(vm, sizeof(*d));
+	struct virtio_device_options small;
 	unsigned int i;
 
 	if (!d)
@@ -107,17 +112,18 @@ int devices_create(struct vm *vm, struct vm_inputs *in)
 	}
 	if (devices_create_nics(vm, d, in))
 		return -1;
-	if (cfg->rng) {
-		struct virtio_rng_options opts = {
-			.transport = cfg->transport,
-			.use_ioeventfd = !cfg->no_ioeventfd,
-			.pool = devices_pool(d),
-		};
-
-		d->rng = virtio_rng_create(vm, &opts);
-		if (!d->rng)
-			return -1;
-	}
+	small = (struct virtio_device_options) {
+		.transport = cfg->transport,
+		.use_ioeventfd = !cfg->no_ioeventfd,
+		.pool = devices_pool(d),
+	};
+	if (cfg->rng && !(d->rng = virtio_rng_create(vm, &small)))
+		return -1;
+	if (cfg->virtio_console &&
+	    !(d->console = virtio_console_create(vm, &small)))
+		return -1;
+	if (cfg->balloon && !(d->balloon = virtio_balloon_create(vm, &small)))
+		return -1;
 	return iothread_pool_start(&d->pool);
 }
 
@@ -135,6 +141,8 @@ void devices_stop(struct vm *vm)
 	for (i = 0; i < vm->devices->nr_net; i++)
 		virtio_net_destroy(vm->devices->net[i]);
 	virtio_rng_destroy(vm->devices->rng);
+	virtio_console_destroy(vm->devices->console);
+	virtio_balloon_destroy(vm->devices->balloon);
 	/* after the devices: their teardown still unwatches its fds there */
 	iothread_pool_destroy(&vm->devices->pool);
 }
@@ -166,6 +174,14 @@ void devices_report_unused(struct vm *vm)
 	if (vm->devices->rng &&
 	    !virtio_rng_device(vm->devices->rng)->driver_seen)
 		pr_warn("the guest never initialised its virtio-rng device: does its kernel have CONFIG_HW_RANDOM_VIRTIO%s?",
+			transport_option(vm->cfg->transport));
+	if (vm->devices->balloon &&
+	    !virtio_balloon_device(vm->devices->balloon)->driver_seen)
+		pr_warn("the guest never initialised its virtio-balloon device: does its kernel have CONFIG_VIRTIO_BALLOON%s?",
+			transport_option(vm->cfg->transport));
+	if (vm->devices->console &&
+	    !virtio_console_device(vm->devices->console)->driver_seen)
+		pr_warn("the guest never initialised its virtio-console (hvc0), so its console output and input went nowhere: does its kernel have CONFIG_VIRTIO_CONSOLE%s (built in, or a module its initramfs loads)?",
 			transport_option(vm->cfg->transport));
 }
 
@@ -204,5 +220,20 @@ void devices_write_stats(struct vm *vm, FILE *f, bool live)
 	if (d && d->rng)
 		write_device_stats(f, vm, "virtio-rng", virtio_rng_device(d->rng),
 				   !n++, live);
+	if (d && d->console)
+		write_device_stats(f, vm, "virtio-console",
+				   virtio_console_device(d->console), !n++, live);
+	if (d && d->balloon)
+		write_device_stats(f, vm, "virtio-balloon",
+				   virtio_balloon_device(d->balloon), !n++, live);
 	fprintf(f, "]");
+}
+
+int devices_balloon_adjust(struct vm *vm, int64_t delta_pages,
+			   uint32_t *target, uint32_t *actual)
+{
+	if (!vm->devices || !vm->devices->balloon)
+		return -1;
+	virtio_balloon_adjust(vm->devices->balloon, delta_pages, target, actual);
+	return 0;
 }

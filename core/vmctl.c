@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The commands that manage running VMs: list, stop, pause, resume, stat
- * and debug. Each finds the VM's socket by name in the runtime directory
+ * The commands that manage running VMs: list, stop, pause, resume, stat,
+ * debug and balloon. Each finds the VM's socket by name in the runtime directory
  * and sends it one request (include/lkvm/control.h).
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -263,12 +264,49 @@ static int cmd_simple(int argc, char **argv)
 	return 0;
 }
 
-static void debug_usage(void)
+/*
+ * NAME first, or kvmtool's --name NAME anywhere, then the command's own
+ * options, each handed to take() with its argument. -1: bad usage.
+ */
+static int parse_named(int argc, char **argv, const struct option *opts,
+		       const char **name, int (*take)(int opt, void *ctx),
+		       void *ctx)
 {
-	pr_err("usage: lkvm debug NAME --dump | --sysrq KEY");
+	int c;
+
+	if (argc > 1 && argv[1][0] != '-') {
+		*name = argv[1];
+		argv[1] = argv[0];
+		argc--;
+		argv++;
+	}
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+n:", opts, NULL)) != -1) {
+		if (c == 'n')
+			*name = optarg;
+		else if (c == '?' || c == ':' || take(c, ctx))
+			return -1;
+	}
+	return *name && optind == argc ? 0 : -1;
 }
 
-/* kvmtool's spelling works too: lkvm debug --name NAME --dump. */
+struct debug_args {
+	bool dump;
+	const char *key;
+};
+
+static int take_debug(int opt, void *ctx)
+{
+	struct debug_args *a = ctx;
+
+	if (opt == 'd')
+		a->dump = true;
+	else
+		a->key = optarg;
+	return 0;
+}
+
 static int cmd_debug(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -277,36 +315,65 @@ static int cmd_debug(int argc, char **argv)
 		{ "sysrq", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *name = NULL, *key = NULL;
+	struct debug_args a = { false, NULL };
+	const char *name = NULL;
 	char path[512], req[32];
-	bool dump = false;
-	int c;
 
-	if (argc > 1 && argv[1][0] != '-') {
-		name = argv[1];
-		argv[1] = argv[0];
-		argc--;
-		argv++;
-	}
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+n:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'n': name = optarg; break;
-		case 'd': dump = true; break;
-		case 's': key = optarg; break;
-		default: debug_usage(); return 1;
-		}
-	}
-	if (!name || optind != argc || dump == !!key) {
-		debug_usage();
+	if (parse_named(argc, argv, opts, &name, take_debug, &a) ||
+	    a.dump == !!a.key) {
+		pr_err("usage: lkvm debug NAME --dump | --sysrq KEY");
 		return 1;
 	}
 	if (vm_path(name, path, sizeof(path)))
 		return 1;
-	if (key)
-		snprintf(req, sizeof(req), "sysrq %.8s", key);
-	return ask(name, path, key ? req : "dump", stdout, false) ? 1 : 0;
+	if (a.key)
+		snprintf(req, sizeof(req), "sysrq %.8s", a.key);
+	return ask(name, path, a.key ? req : "dump", stdout, false) ? 1 : 0;
+}
+
+struct balloon_args {
+	char sign;		/* '+' inflate, '-' deflate, '?' both given */
+	const char *mib;
+};
+
+static int take_balloon(int opt, void *ctx)
+{
+	struct balloon_args *a = ctx;
+
+	a->sign = a->sign ? '?' : opt == 'i' ? '+' : '-';
+	a->mib = optarg;
+	return 0;
+}
+
+static int cmd_balloon(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "name", required_argument, NULL, 'n' },
+		{ "inflate", required_argument, NULL, 'i' },
+		{ "deflate", required_argument, NULL, 'd' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct balloon_args a = { 0, NULL };
+	const char *name = NULL;
+	char path[512], req[48], *end;
+	unsigned long long v;
+
+	if (parse_named(argc, argv, opts, &name, take_balloon, &a) ||
+	    !a.mib || a.sign == '?') {
+		pr_err("usage: lkvm balloon NAME --inflate MiB | --deflate MiB");
+		return 1;
+	}
+	errno = 0;
+	v = strtoull(a.mib, &end, 10);
+	if (!isdigit((unsigned char)a.mib[0]) || *end || errno || v == 0 ||
+	    v > (1ULL << 30)) {
+		pr_err("balloon: '%s' is not a number of MiB (1 or more)", a.mib);
+		return 1;
+	}
+	if (vm_path(name, path, sizeof(path)))
+		return 1;
+	snprintf(req, sizeof(req), "balloon %c%llu", a.sign, v);
+	return ask(name, path, req, stdout, false) ? 1 : 0;
 }
 
 static const struct vmctl_cmd {
@@ -319,6 +386,7 @@ static const struct vmctl_cmd {
 	{ "resume", cmd_simple },
 	{ "stat", cmd_simple },
 	{ "debug", cmd_debug },
+	{ "balloon", cmd_balloon },
 };
 
 bool vmctl_command(const char *cmd)

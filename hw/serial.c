@@ -286,6 +286,7 @@ int serial_init(struct vm *vm, uint16_t port, unsigned int irq)
 	s->mcr = MCR_OUT2;
 	pthread_mutex_init(&s->lock, NULL);
 	console_set_sink(serial_console_input, serial_console_break, s);
-	console_set_room_notify(serial_console_room, s);
+	if (console_add_room_notify(serial_console_room, s))
+		return -1;
 	return bus_register(&vm->pio, port, 8, &s->dev);
 }

@@ -374,17 +374,29 @@ uint32_t virtio_config_generation(struct virtio_device *vdev)
 	return __atomic_load_n(&vdev->config_generation, __ATOMIC_ACQUIRE);
 }
 
-void virtio_config_update(struct virtio_device *vdev, unsigned int offset,
+bool virtio_config_update(struct virtio_device *vdev, unsigned int offset,
 			  const void *data, unsigned int len)
 {
+	bool changed = false;
+
 	pthread_mutex_lock(&vdev->config_lock);
 	if (range_within(offset, len, 0, vdev->config_size) &&
 	    memcmp(vdev->config + offset, data, len)) {
 		memcpy(vdev->config + offset, data, len);
 		__atomic_fetch_add(&vdev->config_generation, 1,
 				   __ATOMIC_RELEASE);
+		changed = true;
 	}
 	pthread_mutex_unlock(&vdev->config_lock);
+	return changed;
+}
+
+void virtio_config_changed(struct virtio_device *vdev, unsigned int offset,
+			   const void *data, unsigned int len)
+{
+	if (virtio_config_update(vdev, offset, data, len) &&
+	    (virtio_get_status(vdev) & VIRTIO_CONFIG_S_DRIVER_OK))
+		vdev->transport->signal_config(vdev);
 }
 
 void virtio_queue_notify(struct virtio_device *vdev, unsigned int index)
@@ -531,4 +543,50 @@ int virtio_transport_attach(struct vm *vm, struct virtio_device *vdev,
 	default:
 		return virtio_pci_create(vm, vdev, false, pci_class);
 	}
+}
+
+int virtio_device_setup(struct virtio_device *vdev, struct vm *vm,
+			const struct virtio_device_ops *ops, void *priv,
+			unsigned int nr_queues, uint16_t queue_size,
+			const struct virtio_device_options *opts,
+			const char *thread_name, struct iothread **own)
+{
+	unsigned int i;
+
+	*own = NULL;
+	if (!opts->pool) {
+		*own = iothread_create(vm, thread_name);
+		if (!*own)
+			return -1;
+	}
+	if (virtio_device_init(vdev, vm, ops, priv, nr_queues, queue_size,
+			       *own, opts->use_ioeventfd))
+		return -1;
+	for (i = 0; opts->pool && i < nr_queues; i++)
+		vdev->queues[i].iothread = iothread_pool_next(opts->pool);
+	return 0;
+}
+
+int virtio_device_go(struct virtio_device *vdev,
+		     const struct virtio_device_options *opts,
+		     uint32_t pci_class, struct iothread *own)
+{
+	if (virtio_transport_attach(vdev->vm, vdev, opts->transport, pci_class,
+				    NULL, NULL))
+		return -1;
+	return own ? iothread_start(own) : 0;
+}
+
+void virtio_device_teardown(struct virtio_device *vdev, struct iothread **own,
+			    bool *stopped)
+{
+	if (*stopped)
+		return;
+	iothread_stop(*own);
+	/* a device whose set-up failed has no queues to stop */
+	if (vdev->ops)
+		virtio_device_stop(vdev);
+	iothread_destroy(*own);
+	*own = NULL;
+	*stopped = true;
 }

@@ -78,45 +78,26 @@ static const struct virtio_device_ops rng_ops = {
 };
 
 struct virtio_rng *virtio_rng_create(struct vm *vm,
-				     const struct virtio_rng_options *opts)
+				     const struct virtio_device_options *opts)
 {
 	struct virtio_rng *rng = vm_zalloc(vm, sizeof(*rng));
 
 	if (!rng)
 		return NULL;
-	if (!opts->pool) {
-		rng->iothread = iothread_create(vm, "rng-io");
-		if (!rng->iothread)
-			goto fail;
+	if (virtio_device_setup(&rng->vdev, vm, &rng_ops, rng, 1,
+				RNG_QUEUE_SIZE, opts, "rng-io", &rng->iothread) ||
+	    virtio_device_go(&rng->vdev, opts, PCI_CLASS_OTHER, rng->iothread)) {
+		virtio_device_teardown(&rng->vdev, &rng->iothread, &rng->stopped);
+		return NULL;
 	}
-	if (virtio_device_init(&rng->vdev, vm, &rng_ops, rng, 1,
-			       RNG_QUEUE_SIZE, rng->iothread,
-			       opts->use_ioeventfd))
-		goto fail;
-	if (opts->pool)
-		rng->vdev.queues[0].iothread = iothread_pool_next(opts->pool);
-	if (virtio_transport_attach(vm, &rng->vdev, opts->transport,
-				    PCI_CLASS_OTHER, NULL, NULL) ||
-	    (rng->iothread && iothread_start(rng->iothread)))
-		goto fail;
 	return rng;
-fail:
-	iothread_destroy(rng->iothread);
-	rng->iothread = NULL;
-	rng->stopped = true;
-	return NULL;
 }
 
-/* As virtio_blk_destroy(): pool threads have stopped before. */
 void virtio_rng_destroy(struct virtio_rng *rng)
 {
-	if (!rng || rng->stopped)
-		return;
-	iothread_stop(rng->iothread);
-	virtio_device_stop(&rng->vdev);
-	iothread_destroy(rng->iothread);
-	rng->iothread = NULL;
-	rng->stopped = true;
+	if (rng)
+		virtio_device_teardown(&rng->vdev, &rng->iothread,
+				       &rng->stopped);
 }
 
 struct virtio_device *virtio_rng_device(struct virtio_rng *rng)

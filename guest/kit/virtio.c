@@ -64,6 +64,14 @@ uint32_t vio_config_read32(const struct vio_dev *d, unsigned int off)
 	return vio_read(d, VIRTIO_MMIO_CONFIG + off);
 }
 
+void vio_config_write32(const struct vio_dev *d, unsigned int off, uint32_t v)
+{
+	if (is_pci(d))
+		vio_pci_config_write32(d, off, v);
+	else
+		vio_write(d, VIRTIO_MMIO_CONFIG + off, v);
+}
+
 uint32_t vio_config_generation(const struct vio_dev *d)
 {
 	if (is_pci(d))

@@ -64,6 +64,7 @@ uint32_t vio_read(const struct vio_dev *d, unsigned int reg);
 void vio_write(const struct vio_dev *d, unsigned int reg, uint32_t v);
 uint8_t vio_config_read8(const struct vio_dev *d, unsigned int off);
 uint32_t vio_config_read32(const struct vio_dev *d, unsigned int off);
+void vio_config_write32(const struct vio_dev *d, unsigned int off, uint32_t v);
 /* Two 32-bit halves under the generation counter, as the spec asks. */
 uint64_t vio_config_read64(const struct vio_dev *d, unsigned int off);
 /* The config generation; legacy PCI has none and says 0. */

@@ -212,6 +212,16 @@ uint32_t vio_pci_config_read(const struct vio_dev *d, unsigned int off,
 			   mmio_read32(d->devcfg + off);
 }
 
+void vio_pci_config_write32(const struct vio_dev *d, unsigned int off,
+			    uint32_t v)
+{
+	vio_reg_writes++;
+	if (is_legacy(d))
+		outl(io_port(d, VIRTIO_PCI_CONFIG_OFF(false) + off), v);
+	else
+		mmio_write32(d->devcfg + off, v);
+}
+
 uint8_t vio_pci_config_generation(const struct vio_dev *d)
 {
 	return is_legacy(d) ? 0 :

@@ -38,6 +38,8 @@ bool vio_pci_find(struct vio_dev *d, bool legacy);
 /* The transport's halves of the calls in virtio.h (virtio.c dispatches). */
 uint32_t vio_pci_config_read(const struct vio_dev *d, unsigned int off,
 			     unsigned int size);
+void vio_pci_config_write32(const struct vio_dev *d, unsigned int off,
+			    uint32_t v);
 uint8_t vio_pci_config_generation(const struct vio_dev *d);
 uint8_t vio_pci_status(const struct vio_dev *d);
 void vio_pci_set_status(const struct vio_dev *d, uint8_t status);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 /* Where typed bytes go (the serial port); returns how many it took. */
 typedef size_t (*console_sink_fn)(void *opaque, const uint8_t *buf,
@@ -28,8 +29,25 @@ bool console_is_tty(void);
  */
 size_t console_write(const void *buf, size_t len, bool *full);
 
+/*
+ * For a device whose driver waits for its buffers (virtio-console): all
+ * of iov queued, or nothing and false when it does not fit now, in which
+ * case the room listeners hear when a quarter of the queue is free.
+ * Output that can never fit (more than console_queue_size()) is the
+ * caller's to split.
+ */
+bool console_write_whole(const struct iovec *iov, unsigned int n);
+size_t console_queue_size(void);
+
+/*
+ * Room again after a full queue: called from the writer thread, which
+ * takes no lock a listener may hold around console_write*(). Two at
+ * most, one per fn (adding fn again replaces its opaque); once removed, a
+ * listener is not being called.
+ */
 typedef void (*console_room_fn)(void *opaque);
-void console_set_room_notify(console_room_fn fn, void *opaque);
+int console_add_room_notify(console_room_fn fn, void *opaque);
+void console_del_room_notify(console_room_fn fn, void *opaque);
 
 /*
  * Waits until the writer has written everything queued, or until it has

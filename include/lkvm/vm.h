@@ -55,6 +55,9 @@ struct vm_config {
 	struct net_config nics[LKVM_MAX_NICS];
 	enum virtio_transport transport;
 	bool rng;			/* --rng: a virtio-rng device */
+	bool balloon;			/* --balloon: a virtio-balloon device */
+	bool virtio_console;		/* --console virtio: hvc0, and input
+					   goes there, not to the UART */
 	bool no_ioeventfd;		/* serve notifies in vCPU threads */
 	bool no_seccomp;		/* run without seccomp filters */
 	bool boot_profile;		/* --boot-profile: print it at exit */

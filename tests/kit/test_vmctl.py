@@ -238,7 +238,8 @@ def test_debug_dump_and_sysrq(rundir, vms):
 
 def test_names_are_unique(rundir, vms):
     """A second VM under a name in use fails at once, naming it, and the
-    first runs on; without --name each VM is guest-PID."""
+    first runs on; without --name each VM is guest-PID; stop --all ends
+    both, the paused one too."""
     vm = start(vms, rundir, "dup")
     p = subprocess.run([str(LKVM), "run", "--name", "dup", "-k",
                         str(kit("count.elf"))], env=vm.env, cwd=ROOT,
@@ -253,6 +254,8 @@ def test_names_are_unique(rundir, vms):
     anon = start(vms, rundir, None)
     names = listed(vm.env)
     assert names[f"guest-{anon.proc.pid}"]["pid"] == anon.proc.pid, names
+    # a paused VM stops as well: its parked vCPUs are woken to end
+    assert lkvm(vm.env, "pause", "dup").returncode == 0
     p = lkvm(vm.env, "stop", "--all")
     assert p.returncode == 0, p.stderr
     assert vm.finish()[0] == 0 and anon.finish()[0] == 0

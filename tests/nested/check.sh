@@ -17,6 +17,8 @@ fact cpus_online "$(cat /sys/devices/system/cpu/online)"
 fact memtotal_kb "$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
 fact modules "$(wc -l </proc/modules)"
 fact cmdline "$(cat /proc/cmdline)"
+# Which tty /dev/console writes to, last: ttyS0, or hvc0 with --console virtio.
+fact console_active "$(cat /sys/class/tty/console/active)"
 # CPUID leaf 0xD against XCR0 (tests/nested/xsave-check.c).
 [ -x /xsave-check ] && /xsave-check
 

@@ -134,6 +134,19 @@ def _panic_job():
     return nested.Job(PANIC_JOB, argv, timeout=JOB_TIMEOUT + 15)
 
 
+# One more: the console on virtio-console (hvc0). check.sh's facts can only
+# reach the test through it: lkvm's default line then names hvc0 alone.
+CONSOLE_JOB = "console-cloud-vmlinux"
+
+
+def _console_job():
+    argv = ["lkvm", "run", "-k", "/l2/cloud/vmlinux", "-i", "/l2/cloud/initrd",
+            "-m", str(MEM_MIB), "--timeout", str(JOB_TIMEOUT),
+            "--console", "virtio", "--stats", "-",
+            "--append", "quiet lkvm.run=/check.sh,0"]
+    return nested.Job(CONSOLE_JOB, argv, timeout=JOB_TIMEOUT + 15)
+
+
 def system_map(kernel):
     """The guest kernel's System.map, next to its vmlinuz in the package."""
     return os.path.join(os.path.dirname(kernel["bzimage"]),
@@ -169,6 +182,7 @@ def l1(tmp_path_factory):
     jobs += [_l2_job(*c) for c in COMBOS]
     jobs.append(_profile_job())
     jobs.append(_panic_job())
+    jobs.append(_console_job())
     res = nested.run_l1(jobs, files, l1_kernel=kernels["generic"],
                         workdir=work, lkvm=lkvm)
     res.kernels = kernels
@@ -332,3 +346,25 @@ def test_boot_profile_milestones(l1):
     assert any("boot profile" in ln for ln in j.console), j.tail()
     TIMINGS.append("nested: boot profile: " + ", ".join(
         "%s %.0f ms" % (m, marks[m]["ms"]) for m in order[3:]))
+
+
+def test_console_on_hvc0(l1):
+    """--console virtio: the guest's console is hvc0, the facts came over
+    it, the ttyS0 console is gone from the command line, and the device
+    was driven with nothing dropped or cut."""
+    j = l1.jobs.get(CONSOLE_JOB)
+    if j is None or j.exit is None:
+        pytest.fail("the hvc0 boot did not run.\n" + l1.describe())
+    where = "\n--- %s (exit %s) ---\n%s" % (CONSOLE_JOB, j.exit, j.tail())
+    assert j.facts.get("done") == "1" and j.exit == 0, where
+    assert j.facts.get("console_active") == "hvc0", where
+    words = j.facts.get("cmdline", "").split()
+    assert "console=hvc0" in words and "console=ttyS0" not in words, where
+    lines = [ln[ln.index("{"):] for ln in j.console
+             if '"exit_code"' in ln and "{" in ln]
+    assert lines, "no --stats line in the job's output" + where
+    stats = json.loads(lines[-1])
+    dev = [d for d in stats["devices"] if d["type"] == "virtio-console"]
+    assert dev and dev[0]["driver_seen"], stats["devices"]
+    assert dev[0]["queues"][1]["requests"] > 0, dev
+    assert dev[0]["output_cut"] == 0 and stats["console"]["dropped"] == 0

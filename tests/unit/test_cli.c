@@ -118,7 +118,7 @@ static void test_bad_combinations(void **state)
 	assert_int_equal(PARSE(&cfg, "-f", kernel_path, "-k", kernel_path),
 			 CLI_ERROR);
 	assert_int_equal(PARSE(&cfg, "-f", kernel_path, "-p", "x"), CLI_ERROR);
-	assert_int_equal(PARSE(&cfg, "--console", "virtio", "-k", kernel_path),
+	assert_int_equal(PARSE(&cfg, "--console", "tty", "-k", kernel_path),
 			 CLI_ERROR);
 	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "--bogus"), CLI_ERROR);
 	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "extra"), CLI_ERROR);
@@ -160,6 +160,42 @@ static void test_append(void **state)
 		assert_int_equal(PARSE(&cfg, "-k", kernel_path, "--append", big,
 				       "--append", big), CLI_ERROR);
 	}
+}
+
+/* --console virtio: hvc0 takes ttyS0's place in lkvm's line, once. */
+static void test_console_option(void **state)
+{
+	struct vm_config cfg;
+	char want[512];
+	const char *serial = strstr(arch_default_params, "console=ttyS0");
+
+	assert_non_null(serial);
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "--console", "serial"),
+			 CLI_OK);
+	assert_false(cfg.virtio_console);
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "--console", "virtio"),
+			 CLI_OK);
+	assert_true(cfg.virtio_console);
+	snprintf(want, sizeof(want), "%.*sconsole=hvc0%s",
+		 (int)(serial - arch_default_params), arch_default_params,
+		 serial + strlen("console=ttyS0"));
+	assert_string_equal(cfg.params, want);
+	assert_null(strstr(cfg.params, "ttyS0"));
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "--console", "virtio",
+			       "--append", "quiet"), CLI_OK);
+	strcat(want, " quiet");
+	assert_string_equal(cfg.params, want);
+	/* the user's own line is theirs */
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "--console", "virtio",
+			       "-p", "console=ttyS0"), CLI_OK);
+	assert_string_equal(cfg.params, "console=ttyS0");
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "--console", "hvc"),
+			 CLI_ERROR);
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "--name", "a/b"),
+			 CLI_ERROR);
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "--name", "vm-1.a_b"),
+			 CLI_OK);
+	assert_string_equal(cfg.name, "vm-1.a_b");
 }
 
 static void test_default_guest(void **state)
@@ -214,6 +250,7 @@ int main(void)
 		cmocka_unit_test(test_bad_combinations),
 		cmocka_unit_test(test_missing_files),
 		cmocka_unit_test(test_append),
+		cmocka_unit_test(test_console_option),
 		cmocka_unit_test(test_default_guest),
 	};
 

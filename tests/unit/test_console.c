@@ -318,6 +318,77 @@ static void test_sysrq_is_a_break_then_the_key(void **state)
 	run_child(sysrq_body, false);
 }
 
+static unsigned int room_calls;
+
+static void count_room(void *opaque)
+{
+	__atomic_fetch_add(&room_calls, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * virtio-console's writes (console_write_whole): all or nothing, nothing
+ * dropped, and a listener hears of room again once the reader drains; a
+ * removed listener is not called.
+ */
+static void whole_writes_body(struct child *c)
+{
+	static uint8_t chunk[4096];
+	struct iovec iov[2] = { { chunk, 1000 }, { chunk + 1000, 3096 } };
+	unsigned int i, queued = 0;
+	size_t got = 0;
+	uint64_t written, dropped;
+	size_t left;
+
+	CHILD_CHECK(console_add_room_notify(count_room, NULL) == 0);
+	for (i = 0; i < sizeof(chunk); i++)
+		chunk[i] = i % 251;
+	/* the pipe and the queue fill; then a whole write is refused */
+	for (i = 0; i < 1000 && console_write_whole(iov, 2); i++) {
+		queued++;
+		sleep_ms(1);
+	}
+	CHILD_CHECK(i < 1000 && queued >= 16);
+	console_output_stats(&written, &dropped, &left);
+	CHILD_CHECK(dropped == 0 && left > console_queue_size() - 4096);
+	CHILD_CHECK(room_calls == 0);
+	/* the reader comes back: room again, and every byte in order */
+	for (i = 0; i < 2000 && !__atomic_load_n(&room_calls, __ATOMIC_RELAXED);
+	     i++) {
+		uint8_t buf[4096];
+		ssize_t n;
+
+		CHILD_CHECK(fcntl(c->rd, F_SETFL, O_NONBLOCK) == 0);
+		while ((n = read(c->rd, buf, sizeof(buf))) > 0) {
+			for (ssize_t k = 0; k < n; k++, got++)
+				CHILD_CHECK(buf[k] == (got % 4096) % 251);
+		}
+		sleep_ms(1);
+	}
+	CHILD_CHECK(room_calls >= 1);
+	CHILD_CHECK(console_write_whole(iov, 2));
+	console_del_room_notify(count_room, NULL);
+	/* full and drained once more: the removed listener hears nothing */
+	room_calls = 0;
+	for (i = 0; i < 1000 && console_write_whole(iov, 2); i++)
+		sleep_ms(1);
+	CHILD_CHECK(i < 1000);
+	CHILD_CHECK(console_flush(50) == false);
+	for (i = 0; i < 2000; i++) {
+		uint8_t buf[4096];
+
+		while (read(c->rd, buf, sizeof(buf)) > 0)
+			;
+		if (console_flush(10))
+			break;
+	}
+	CHILD_CHECK(room_calls == 0);
+}
+
+static void test_whole_writes_and_room_listeners(void **state)
+{
+	run_child(whole_writes_body, false);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_nonblocking_stdout_does_not_spin),
 		cmocka_unit_test(test_closed_reader_discards),
 		cmocka_unit_test(test_sysrq_is_a_break_then_the_key),
+		cmocka_unit_test(test_whole_writes_and_room_listeners),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

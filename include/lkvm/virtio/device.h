@@ -160,8 +160,11 @@ uint32_t virtio_config_generation(struct virtio_device *vdev);
  * Device side: change config bytes the driver reads; the generation moves
  * if they differ, so that a driver reading across the change reads again.
  */
-void virtio_config_update(struct virtio_device *vdev, unsigned int offset,
+bool virtio_config_update(struct virtio_device *vdev, unsigned int offset,
 			  const void *data, unsigned int len);
+/* The same, and a config-change interrupt for a driver that is running. */
+void virtio_config_changed(struct virtio_device *vdev, unsigned int offset,
+			   const void *data, unsigned int len);
 /* The driver (un)readied a queue; caller holds vdev->lock. */
 void virtio_queue_set_enabled(struct virtio_device *vdev,
 			      struct virtio_queue *q, bool enable);

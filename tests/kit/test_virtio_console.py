@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: GPL-2.0
+"""--console virtio: lkvm's virtio-console (hvc0), driven by
+guest/kit/hvc.elf on each transport: an emergency write before the
+queues run, a line over three buffers, typed input in the receive
+buffers, lkvm debug --sysrq as Ctrl-O and the key (hvc's SysRq), and a
+reader that stops: the guest's output waits for it and none is lost."""
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+
+import pytest
+
+from test_virtio_blk import LKVM, PROC_TIMEOUT, ROOT, SOFT_KVM, kit
+
+TRANSPORTS = {"pci": "transport=pci", "pci-legacy": "transport=legacy",
+              "mmio": "transport=mmio"}
+
+
+def stats_of(path):
+    st = json.loads(path.read_text())
+    dev = [d for d in st["devices"] if d["type"] == "virtio-console"]
+    assert len(dev) == 1, st["devices"]
+    return st, dev[0]
+
+
+@pytest.mark.parametrize("transport,ioeventfd", [
+    ("pci", True), ("pci-legacy", True), ("mmio", True), ("pci", False)],
+    ids=["pci", "pci-legacy", "mmio", "pci-no-ioeventfd"])
+def test_output(tmp_path, transport, ioeventfd):
+    stats = tmp_path / "stats.json"
+    p = subprocess.run(
+        [str(LKVM), "run", "--timeout", "60", "--stats", str(stats),
+         "--console", "virtio", "--virtio-transport", transport,
+         *([] if ioeventfd else ["--no-ioeventfd"]),
+         "-p", TRANSPORTS[transport], "-k", str(kit("hvc.elf"))],
+        cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=PROC_TIMEOUT)
+    assert p.returncode == 0 and "PASS: hvc" in p.stdout, p.stdout + p.stderr
+    for line in ("HVC emergency", "HVC hello from the guest",
+                 "HVC three buffers, one chain"):
+        assert line + "\n" in p.stdout, (line, p.stdout)
+    warnings = [line for line in p.stderr.splitlines()
+                if line.startswith("lkvm:") and SOFT_KVM not in line]
+    assert not warnings, p.stderr
+    st, dev = stats_of(stats)
+    assert dev["driver_seen"] and dev["times_broken"] == 0, dev
+    assert [q["requests"] for q in dev["queues"]] == [0, 2], dev
+    assert dev["output_cut"] == 0 and dev["input_dropped"] == 0, dev
+
+
+def wait_for(lines, proc, pattern, timeout=30):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for line in list(lines):
+            if re.search(pattern, line):
+                return line
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    pytest.fail(f"no line matching {pattern!r}: {lines[-20:]}")
+
+
+def test_input_and_sysrq(tmp_path):
+    """What the user types reaches the receive buffers, and SysRq comes
+    as hvc takes it: Ctrl-O (0x0f), then the key."""
+    env = dict(os.environ, LKVM_RUNTIME_DIR=str(tmp_path / "run"))
+    proc = subprocess.Popen(
+        [str(LKVM), "run", "--timeout", "60", "--name", "hvc",
+         "--console", "virtio", "-p", "input", "-k", str(kit("hvc.elf"))],
+        cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    lines = []
+    reader = threading.Thread(
+        target=lambda: [lines.append(l.rstrip("\n")) for l in proc.stdout],
+        daemon=True)
+    reader.start()
+    try:
+        wait_for(lines, proc, r"^hvc: ready for input$")
+        proc.stdin.write("ping\n")
+        proc.stdin.flush()
+        wait_for(lines, proc, r"^HVC got ping$")
+        wait_for(lines, proc, r"^hvc: ready for sysrq$")
+        p = subprocess.run([str(LKVM), "debug", "hvc", "--sysrq", "h"],
+                           env=env, capture_output=True, text=True,
+                           timeout=30)
+        assert p.returncode == 0, p.stderr
+        wait_for(lines, proc, r"^hvc: sysrq bytes 0f 68$")
+        assert proc.wait(timeout=30) == 0, lines
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    reader.join(timeout=5)
+    assert "PASS: hvc" in lines, lines
+
+
+def test_stalled_reader_holds_output(tmp_path):
+    """192 KiB of output while nobody reads for 3 s: the console queue
+    fills, lkvm holds the guest's buffers instead of dropping them, and
+    once the reader is back every line arrives whole and in order."""
+    stats = tmp_path / "stats.json"
+    bulk = 48
+    proc = subprocess.Popen(
+        [str(LKVM), "run", "--timeout", "120", "--stats", str(stats),
+         "--console", "virtio", "-p", f"bulk={bulk}",
+         "-k", str(kit("hvc.elf"))],
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE)
+    time.sleep(3)
+    assert proc.poll() is None, "the guest finished without its reader"
+    out, err = proc.communicate(timeout=PROC_TIMEOUT)
+    assert proc.returncode == 0, out[-2000:] + err
+    got = [l for l in out.split(b"\n") if l.startswith(b"HVC bulk ")]
+    assert len(got) == bulk, len(got)
+    for i, line in enumerate(got):
+        head = b"HVC bulk %04d " % i
+        fill = bytes([ord("a") + i % 26])
+        assert line.startswith(head) and len(line) == 4095, (i, line[:40])
+        assert line[len(head):] == fill * (4095 - len(head)), i
+    st, dev = stats_of(stats)
+    assert dev["output_held"] > 0, dev
+    assert dev["output_cut"] == 0, dev
+    assert st["console"]["dropped"] == 0, st["console"]
+
+
+def test_chain_larger_than_the_queue_is_cut(tmp_path):
+    """A single output chain of 100 KiB (10 buffers), more than the whole
+    console queue: written as far as it fits, counted as cut, given back;
+    the VM goes on."""
+    stats = tmp_path / "stats.json"
+    p = subprocess.run(
+        [str(LKVM), "run", "--timeout", "60", "--stats", str(stats),
+         "--console", "virtio", "-p", "too_big", "-k", str(kit("hvc.elf"))],
+        cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True,
+        timeout=PROC_TIMEOUT)
+    assert p.returncode == 0 and b"PASS: hvc" in p.stdout, p.stderr
+    assert p.stdout.count(b"z") >= 32 * 1024, p.stdout.count(b"z")
+    st, dev = stats_of(stats)
+    assert dev["output_cut"] == 1 and dev["times_broken"] == 0, dev
+    assert dev["queues"][1]["requests"] == 3, dev
+
+
+def test_unused_console_is_named(tmp_path):
+    """A guest with no virtio-console driver: lkvm says at exit that its
+    console went nowhere, and which kernel option is missing."""
+    p = subprocess.run(
+        [str(LKVM), "run", "--timeout", "30", "--console", "virtio",
+         "-k", str(kit("exit.elf"))],
+        cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=PROC_TIMEOUT)
+    assert "CONFIG_VIRTIO_CONSOLE" in p.stderr, p.stderr
+    assert "hvc0" in p.stderr, p.stderr
