@@ -138,7 +138,8 @@ static int list_names(char ***names, size_t *nr)
 			free((*names)[*nr]);
 	}
 	closedir(d);
-	qsort(*names, *nr, sizeof(**names), cmp_names);
+	if (*nr)
+		qsort(*names, *nr, sizeof(**names), cmp_names);
 	return 0;
 }
 

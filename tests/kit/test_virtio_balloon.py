@@ -47,15 +47,22 @@ class Guest:
             if self.proc.poll() is not None:
                 break
             time.sleep(0.05)
-        pytest.fail(f"no {pattern!r}: {self.lines[-20:]}")
+        rc = self.proc.poll()
+        why = "" if rc is None else f" (lkvm exited {rc}: {self.proc.stderr.read()})"
+        pytest.fail(f"no {pattern!r}: {self.lines[-20:]}{why}")
 
     def lkvm(self, *args):
         return subprocess.run([str(LKVM), *args], env=self.env,
                               capture_output=True, text=True, timeout=60)
 
+    def state(self):
+        rc = self.proc.poll()
+        return self.lines[-8:], ("running" if rc is None else
+                                 f"lkvm exited {rc}: {self.proc.stderr.read()}")
+
     def balloon(self, how, mib):
         p = self.lkvm("balloon", self.name, how, str(mib))
-        assert p.returncode == 0, p.stderr
+        assert p.returncode == 0, (p.stderr, self.state())
         return p.stdout
 
     def guest_rss_kib(self):
@@ -76,7 +83,7 @@ class Guest:
 
 @pytest.mark.parametrize("transport", ["pci", "pci-legacy", "mmio"])
 def test_inflate_and_deflate(tmp_path, transport):
-    g = Guest(tmp_path, "bal", ["--balloon", "-m", "64",
+    g = Guest(tmp_path, "bal", ["--balloon",
                                 "--virtio-transport", transport,
                                 "-p", TRANSPORTS[transport] + " pool_mib=8",
                                 "-k", str(kit("balloon.elf"))])
@@ -110,14 +117,14 @@ def test_inflate_and_deflate(tmp_path, transport):
 def test_target_is_bounded_and_needs_a_balloon(tmp_path):
     """The target never goes past the guest's RAM; a VM without --balloon
     says so; bad amounts are refused before anything is asked."""
-    g = Guest(tmp_path, "big", ["--balloon", "-m", "64",
+    g = Guest(tmp_path, "big", ["--balloon",
                                 "-k", str(kit("count.elf"))])
     plain = Guest(tmp_path, "plain", ["-k", str(kit("count.elf"))])
     try:
         g.wait(r"^count 2$")
         plain.wait(r"^count 2$")
         out = g.balloon("--inflate", 1 << 20)
-        assert out.startswith("balloon: target 64 MiB"), out
+        assert out.startswith("balloon: target 256 MiB"), out
         p = g.lkvm("balloon", "plain", "--inflate", "1")
         assert p.returncode == 1 and "no balloon" in p.stderr, p.stderr
         for bad in (["--inflate", "0"], ["--inflate", "-3"],
@@ -126,8 +133,10 @@ def test_target_is_bounded_and_needs_a_balloon(tmp_path):
             p = g.lkvm("balloon", "big", *bad)
             assert p.returncode == 1, (bad, p)
             assert "balloon" in p.stderr, (bad, p.stderr)
-        assert g.lkvm("stop", "big").returncode == 0
-        assert g.finish()[0] == 0
+        p = g.lkvm("stop", "big")
+        code, err = g.finish()
+        assert p.returncode == 0 and code == 0, (p.stderr, code, err,
+                                                 g.lines[-5:])
     finally:
         for v in (g, plain):
             if v.proc.poll() is None:
