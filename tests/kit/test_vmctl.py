@@ -88,6 +88,14 @@ class CountingVM:
     def finish(self, timeout=30):
         try:
             self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # where the guest is, in lkvm's --timeout words (conftest.py)
+            p = lkvm(self.env, "debug", self.name or
+                     f"guest-{self.proc.pid}", "--dump")
+            rip = re.search(r"rip ([0-9a-f]{16})", p.stdout)
+            pytest.fail(f"{self.name} did not end in {timeout} s: vcpu0: "
+                        f"rip 0x{rip[1].lstrip('0') if rip else '?'} "
+                        f"({p.stdout[:300]})")
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
