@@ -326,17 +326,6 @@ void console_del_room_notify(console_room_fn fn, void *opaque)
 	pthread_mutex_unlock(&room.lock);
 }
 
-static void deadline_in(struct timespec *ts, unsigned int ms)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts->tv_nsec >= 1000000000) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000;
-	}
-}
-
 bool console_flush(unsigned int stall_ms)
 {
 	bool empty;
@@ -346,7 +335,7 @@ bool console_flush(unsigned int stall_ms)
 		uint64_t before = out.written;
 		struct timespec ts;
 
-		deadline_in(&ts, stall_ms);
+		cond_deadline_in(&ts, stall_ms);
 		while (out.count && out.written == before)
 			if (pthread_cond_timedwait(&out.progress, &out.lock,
 						   &ts) == ETIMEDOUT)
@@ -377,7 +366,7 @@ void console_stop(void)
 	 */
 	for (i = 0; i < 100 && !out.writer_exited; i++) {
 		pthread_kill(out.writer, WRITER_WAKE_SIGNAL);
-		deadline_in(&ts, 10);
+		cond_deadline_in(&ts, 10);
 		pthread_cond_timedwait(&out.progress, &out.lock, &ts);
 	}
 	out.writer_started = false;

@@ -52,3 +52,14 @@ int poll_timeout_ms(double deadline_ms, double now)
 		return INT_MAX;
 	return (int)left + ((int)left < left);	/* rounded up */
 }
+
+void cond_deadline_in(struct timespec *ts, unsigned int ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}

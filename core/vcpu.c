@@ -316,13 +316,7 @@ int vcpus_pause(struct vm *vm, unsigned int timeout_ms)
 	struct timespec end;
 	int err = 0;
 
-	clock_gettime(CLOCK_REALTIME, &end);
-	end.tv_sec += timeout_ms / 1000;
-	end.tv_nsec += (timeout_ms % 1000) * 1000000L;
-	if (end.tv_nsec >= 1000000000L) {
-		end.tv_sec++;
-		end.tv_nsec -= 1000000000L;
-	}
+	cond_deadline_in(&end, timeout_ms);
 	pthread_mutex_lock(&vm->pause_lock);
 	vm->pause_requested = true;
 	pthread_mutex_unlock(&vm->pause_lock);

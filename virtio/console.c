@@ -176,11 +176,10 @@ static void con_room_ready(struct io_source *src, uint32_t events)
 	pthread_mutex_unlock(&q->lock);
 }
 
-/* The main thread: what the user typed. */
-static size_t con_input(void *opaque, const uint8_t *buf, size_t len)
+/* Input waits for the driver's buffers; what does not fit is counted. */
+static void con_queue_input(struct virtio_console *con, const uint8_t *buf,
+			    size_t len)
 {
-	struct virtio_console *con = opaque;
-	struct virtio_queue *q = &con->vdev.queues[CON_RXQ];
 	size_t i;
 
 	pthread_mutex_lock(&con->in_lock);
@@ -188,6 +187,15 @@ static size_t con_input(void *opaque, const uint8_t *buf, size_t len)
 		con->in[(con->in_head + con->in_count) % CON_IN_BUF] = buf[i];
 	con->in_dropped += len - i;
 	pthread_mutex_unlock(&con->in_lock);
+}
+
+/* The main thread: what the user typed. */
+static size_t con_input(void *opaque, const uint8_t *buf, size_t len)
+{
+	struct virtio_console *con = opaque;
+	struct virtio_queue *q = &con->vdev.queues[CON_RXQ];
+
+	con_queue_input(con, buf, len);
 	pthread_mutex_lock(&q->lock);
 	if (q->live)
 		virtio_queue_serve(&con->vdev, q, con_rx_handle, con);
@@ -201,16 +209,9 @@ static size_t con_input(void *opaque, const uint8_t *buf, size_t len)
  */
 static void con_break(void *opaque)
 {
-	struct virtio_console *con = opaque;
+	static const uint8_t ctrl_o = 0x0f;
 
-	pthread_mutex_lock(&con->in_lock);
-	if (con->in_count < CON_IN_BUF) {
-		con->in[(con->in_head + con->in_count) % CON_IN_BUF] = 0x0f;
-		con->in_count++;
-	} else {
-		con->in_dropped++;
-	}
-	pthread_mutex_unlock(&con->in_lock);
+	con_queue_input(opaque, &ctrl_o, 1);
 }
 
 /* Under config_lock: emerg_wr is the one field the driver may write. */

@@ -120,6 +120,12 @@ uint64_t now_ns(void);
  * timed out checks the clock before it takes the deadline as passed.
  */
 int poll_timeout_ms(double deadline_ms, double now);
+/*
+ * *ts = ms from now on CLOCK_REALTIME, the clock pthread_cond_timedwait()
+ * waits on by default.
+ */
+struct timespec;
+void cond_deadline_in(struct timespec *ts, unsigned int ms);
 
 /* Parse an unsigned decimal number; false on junk, sign or overflow. */
 bool parse_u64(const char *s, uint64_t *val);
