@@ -5,14 +5,12 @@ queues run, a line over three buffers, typed input in the receive
 buffers, lkvm debug --sysrq as Ctrl-O and the key (hvc's SysRq), and a
 reader that stops: the guest's output waits for it and none is lost."""
 import json
-import os
-import re
 import subprocess
-import threading
 import time
 
 import pytest
 
+from running_vm import RunningVM
 from test_virtio_blk import LKVM, PROC_TIMEOUT, ROOT, SOFT_KVM, kit
 
 TRANSPORTS = {"pci": "transport=pci", "pci-legacy": "transport=legacy",
@@ -51,50 +49,24 @@ def test_output(tmp_path, transport, ioeventfd):
     assert dev["output_cut"] == 0 and dev["input_dropped"] == 0, dev
 
 
-def wait_for(lines, proc, pattern, timeout=30):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        for line in list(lines):
-            if re.search(pattern, line):
-                return line
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    pytest.fail(f"no line matching {pattern!r}: {lines[-20:]}")
-
-
 def test_input_and_sysrq(tmp_path):
     """What the user types reaches the receive buffers, and SysRq comes
     as hvc takes it: Ctrl-O (0x0f), then the key."""
-    env = dict(os.environ, LKVM_RUNTIME_DIR=str(tmp_path / "run"))
-    proc = subprocess.Popen(
-        [str(LKVM), "run", "--timeout", "60", "--name", "hvc",
-         "--console", "virtio", "-p", "input", "-k", str(kit("hvc.elf"))],
-        cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
-    lines = []
-    reader = threading.Thread(
-        target=lambda: [lines.append(l.rstrip("\n")) for l in proc.stdout],
-        daemon=True)
-    reader.start()
+    vm = RunningVM(tmp_path / "run", "hvc", "--console", "virtio",
+                   "-p", "input", "-k", str(kit("hvc.elf")))
     try:
-        wait_for(lines, proc, r"^hvc: ready for input$")
-        proc.stdin.write("ping\n")
-        proc.stdin.flush()
-        wait_for(lines, proc, r"^HVC got ping$")
-        wait_for(lines, proc, r"^hvc: ready for sysrq$")
-        p = subprocess.run([str(LKVM), "debug", "hvc", "--sysrq", "h"],
-                           env=env, capture_output=True, text=True,
-                           timeout=30)
+        vm.wait_line(r"^hvc: ready for input$")
+        vm.type("ping\n")
+        vm.wait_line(r"^HVC got ping$")
+        vm.wait_line(r"^hvc: ready for sysrq$")
+        p = vm.lkvm("debug", "hvc", "--sysrq", "h")
         assert p.returncode == 0, p.stderr
-        wait_for(lines, proc, r"^hvc: sysrq bytes 0f 68$")
-        assert proc.wait(timeout=30) == 0, lines
+        vm.wait_line(r"^hvc: sysrq bytes 0f 68$")
+        code, err = vm.finish()
+        assert code == 0, (vm.seen, err)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    reader.join(timeout=5)
-    assert "PASS: hvc" in lines, lines
+        vm.kill()
+    assert "PASS: hvc" in vm.seen, vm.seen
 
 
 def test_stalled_reader_holds_output(tmp_path):

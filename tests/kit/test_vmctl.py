@@ -8,106 +8,31 @@ of killed VMs are found and removed, and the sockets' directory is
 private."""
 import json
 import os
-import queue
 import re
 import signal
 import socket
 import stat
 import subprocess
-import threading
-import time
 
 import pytest
 
+from running_vm import RunningVM, lkvm
 from test_virtio_blk import LKVM, ROOT, kit
 
 COUNT_RE = re.compile(r"^count (\d+)$")
 
 
-class CountingVM:
-    """lkvm run of count.elf under a name, its console read line by line."""
+class CountingVM(RunningVM):
+    """lkvm run of count.elf under a name."""
 
     def __init__(self, rundir, name, *args, cpus=1):
-        self.name = name
-        self.env = dict(os.environ, LKVM_RUNTIME_DIR=str(rundir))
-        cmd = [str(LKVM), "run", "--timeout", "120", "-c", str(cpus)]
-        if name:
-            cmd += ["--name", name]
-        cmd += [*args, "-k", str(kit("count.elf"))]
-        self.proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=self.env, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            bufsize=1)
-        self.lines = queue.Queue()
-        self.seen = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.put(line.rstrip("\r\n"))
-        self.lines.put(None)
-
-    def wait_line(self, pred, timeout=30):
-        """The first console line (from now on) for which pred is true."""
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            try:
-                line = self.lines.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if line is None:
-                break
-            self.seen.append(line)
-            if pred(line):
-                return line
-        pytest.fail(f"{self.name}: no such line; console so far: "
-                    f"{self.seen[-20:]}, stderr: {self.stderr_now()}")
+        super().__init__(rundir, name, "-c", str(cpus), *args,
+                         "-k", str(kit("count.elf")))
 
     def wait_count(self, at_least=0, timeout=30):
         line = self.wait_line(lambda s: COUNT_RE.match(s) and
                               int(COUNT_RE.match(s)[1]) >= at_least, timeout)
         return int(COUNT_RE.match(line)[1])
-
-    def drain(self, quiet_s):
-        """Every line printed until none came for quiet_s seconds."""
-        got = []
-        while True:
-            try:
-                line = self.lines.get(timeout=quiet_s)
-            except queue.Empty:
-                return got
-            if line is None:
-                return got
-            self.seen.append(line)
-            got.append(line)
-
-    def stderr_now(self):
-        return "" if self.proc.poll() is None else self.proc.stderr.read()
-
-    def finish(self, timeout=30):
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            # where the guest is, in lkvm's --timeout words (conftest.py)
-            p = lkvm(self.env, "debug", self.name or
-                     f"guest-{self.proc.pid}", "--dump")
-            rip = re.search(r"rip ([0-9a-f]{16})", p.stdout)
-            pytest.fail(f"{self.name} did not end in {timeout} s: vcpu0: "
-                        f"rip 0x{rip[1].lstrip('0') if rip else '?'} "
-                        f"({p.stdout[:300]})")
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-        self.reader.join(timeout=5)
-        return self.proc.returncode, self.proc.stderr.read()
-
-
-def lkvm(env, *args, timeout=60):
-    return subprocess.run([str(LKVM), *args], env=env, cwd=ROOT,
-                          stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, timeout=timeout)
 
 
 def listed(env):
@@ -137,9 +62,7 @@ def vms():
     started = []
     yield started
     for vm in started:
-        if vm.proc.poll() is None:
-            vm.proc.kill()
-            vm.proc.wait()
+        vm.kill()
 
 
 def start(vms, rundir, name, *args, **kw):
@@ -205,8 +128,7 @@ def test_stat_is_live(rundir, vms):
     assert exits2[0] > exits[0], (exits, exits2)
     assert st2["console"]["written"] > st["console"]["written"]
     assert st2["wall_ms"] > st["wall_ms"]
-    vm.proc.stdin.write("q")
-    vm.proc.stdin.flush()
+    vm.type("q")
     code, err = vm.finish()
     assert code == 0, err
 
@@ -237,8 +159,7 @@ def test_debug_dump_and_sysrq(rundir, vms):
         assert p.returncode == 1 and "SysRq key" in p.stderr, (bad, p.stderr)
     p = lkvm(env, "debug", "debugged")
     assert p.returncode == 1 and "usage" in p.stderr, p.stderr
-    vm.proc.stdin.write("q")
-    vm.proc.stdin.flush()
+    vm.type("q")
     vm.wait_line(lambda s: s.startswith("quit at"))
     code, err = vm.finish()
     assert code == 0, err
@@ -296,8 +217,7 @@ def test_stale_sockets_are_removed(rundir, vms):
     again = start(vms, rundir, "ghost")
     assert listed(vm.env)["ghost"]["pid"] == again.proc.pid
     for v in (again, other):
-        v.proc.stdin.write("q")
-        v.proc.stdin.flush()
+        v.type("q")
         assert v.finish()[0] == 0
 
 
@@ -307,8 +227,7 @@ def test_runtime_directory_is_private(rundir, vms):
     vm = start(vms, rundir, "private")
     assert stat.S_IMODE(os.stat(rundir).st_mode) == 0o700
     assert stat.S_IMODE(os.lstat(rundir / "private.sock").st_mode) == 0o600
-    vm.proc.stdin.write("q")
-    vm.proc.stdin.flush()
+    vm.type("q")
     assert vm.finish()[0] == 0
     os.chmod(rundir, 0o755)
     p = subprocess.run([str(LKVM), "run", "--name", "private", "-k",
