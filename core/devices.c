@@ -30,7 +30,24 @@ struct vm_devices {
 	struct virtio_rng *rng;		/* --rng; NULL otherwise */
 	struct virtio_console *console;	/* --console virtio; NULL otherwise */
 	struct virtio_balloon *balloon;	/* --balloon; NULL otherwise */
+	/* the three above, as --stats and the exit warnings see them */
+	unsigned int nr_small;
+	struct small_device {
+		const char *type;	/* --stats' name */
+		const char *what;	/* what the guest missed, for a person */
+		const char *kconfig;	/* the option a guest without it lacks */
+		struct virtio_device *vdev;
+	} small[3];
 };
+
+static void add_small(struct vm_devices *d, const char *type,
+		      const char *what, const char *kconfig,
+		      struct virtio_device *vdev)
+{
+	d->small[d->nr_small++] = (struct small_device) {
+		type, what, kconfig, vdev,
+	};
+}
 
 static const char *const transport_names[] = {
 	[VIRTIO_TRANSPORT_PCI] = "pci",
@@ -117,13 +134,27 @@ int devices_create(struct vm *vm, struct vm_inputs *in)
 		.use_ioeventfd = !cfg->no_ioeventfd,
 		.pool = devices_pool(d),
 	};
-	if (cfg->rng && !(d->rng = virtio_rng_create(vm, &small)))
-		return -1;
-	if (cfg->virtio_console &&
-	    !(d->console = virtio_console_create(vm, &small)))
-		return -1;
-	if (cfg->balloon && !(d->balloon = virtio_balloon_create(vm, &small)))
-		return -1;
+	if (cfg->rng) {
+		if (!(d->rng = virtio_rng_create(vm, &small)))
+			return -1;
+		add_small(d, "virtio-rng", "its virtio-rng device",
+			  "CONFIG_HW_RANDOM_VIRTIO", virtio_rng_device(d->rng));
+	}
+	if (cfg->virtio_console) {
+		if (!(d->console = virtio_console_create(vm, &small)))
+			return -1;
+		add_small(d, "virtio-console",
+			  "its virtio-console (hvc0), so its console output and input went nowhere",
+			  "CONFIG_VIRTIO_CONSOLE",
+			  virtio_console_device(d->console));
+	}
+	if (cfg->balloon) {
+		if (!(d->balloon = virtio_balloon_create(vm, &small)))
+			return -1;
+		add_small(d, "virtio-balloon", "its virtio-balloon device",
+			  "CONFIG_VIRTIO_BALLOON",
+			  virtio_balloon_device(d->balloon));
+	}
 	return iothread_pool_start(&d->pool);
 }
 
@@ -171,18 +202,14 @@ void devices_report_unused(struct vm *vm)
 		if (!virtio_net_device(vm->devices->net[i])->driver_seen)
 			pr_warn("the guest never initialised its virtio-net card %u: does its kernel have CONFIG_VIRTIO_NET%s?",
 				i, transport_option(vm->cfg->transport));
-	if (vm->devices->rng &&
-	    !virtio_rng_device(vm->devices->rng)->driver_seen)
-		pr_warn("the guest never initialised its virtio-rng device: does its kernel have CONFIG_HW_RANDOM_VIRTIO%s?",
-			transport_option(vm->cfg->transport));
-	if (vm->devices->balloon &&
-	    !virtio_balloon_device(vm->devices->balloon)->driver_seen)
-		pr_warn("the guest never initialised its virtio-balloon device: does its kernel have CONFIG_VIRTIO_BALLOON%s?",
-			transport_option(vm->cfg->transport));
-	if (vm->devices->console &&
-	    !virtio_console_device(vm->devices->console)->driver_seen)
-		pr_warn("the guest never initialised its virtio-console (hvc0), so its console output and input went nowhere: does its kernel have CONFIG_VIRTIO_CONSOLE%s (built in, or a module its initramfs loads)?",
-			transport_option(vm->cfg->transport));
+	for (i = 0; i < vm->devices->nr_small; i++) {
+		const struct small_device *sd = &vm->devices->small[i];
+
+		if (!sd->vdev->driver_seen)
+			pr_warn("the guest never initialised %s: does its kernel have %s%s (built in, or a module its initramfs loads)?",
+				sd->what, sd->kconfig,
+				transport_option(vm->cfg->transport));
+	}
 }
 
 static void write_device_stats(FILE *f, struct vm *vm, const char *type,
@@ -217,15 +244,9 @@ void devices_write_stats(struct vm *vm, FILE *f, bool live)
 	for (i = 0; d && i < LKVM_MAX_NICS && d->net[i]; i++)
 		write_device_stats(f, vm, "virtio-net",
 				   virtio_net_device(d->net[i]), !n++, live);
-	if (d && d->rng)
-		write_device_stats(f, vm, "virtio-rng", virtio_rng_device(d->rng),
+	for (i = 0; d && i < d->nr_small; i++)
+		write_device_stats(f, vm, d->small[i].type, d->small[i].vdev,
 				   !n++, live);
-	if (d && d->console)
-		write_device_stats(f, vm, "virtio-console",
-				   virtio_console_device(d->console), !n++, live);
-	if (d && d->balloon)
-		write_device_stats(f, vm, "virtio-balloon",
-				   virtio_balloon_device(d->balloon), !n++, live);
 	fprintf(f, "]");
 }
 
