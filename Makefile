@@ -48,7 +48,7 @@ export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 
 # The VMM proper: every C file in these folders; main.c is the only entry.
-LIB_SRCS := $(sort $(wildcard core/*.c disk/*.c hw/*.c net/*.c virtio/*.c x86/*.c))
+LIB_SRCS := $(sort $(wildcard core/*.c disk/*.c fs/*.c hw/*.c net/*.c virtio/*.c x86/*.c))
 LIB_SRCS := $(filter-out core/main.c,$(LIB_SRCS))
 LIB_OBJS := $(addprefix $(BUILD)/,$(LIB_SRCS:.c=.o))
 $(BUILD)/net/slirp.o $(BUILD)/net/slirp_lib.o: CFLAGS += $(SLIRP_CFLAGS)

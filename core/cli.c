@@ -34,6 +34,7 @@ enum {
 	OPT_NO_IOEVENTFD,
 	OPT_RNG,
 	OPT_BALLOON,
+	OPT_9P,
 	OPT_MMIO_CMDLINE,
 	OPT_POLL,
 	OPT_IOTHREADS,
@@ -61,6 +62,7 @@ static const struct option run_options[] = {
 	{ "no-ioeventfd", no_argument,	   NULL, OPT_NO_IOEVENTFD },
 	{ "rng",	no_argument,	   NULL, OPT_RNG },
 	{ "balloon",	no_argument,	   NULL, OPT_BALLOON },
+	{ "9p",		required_argument, NULL, OPT_9P },
 	{ "mmio-cmdline", no_argument,	   NULL, OPT_MMIO_CMDLINE },
 	{ "poll",	required_argument, NULL, OPT_POLL },
 	{ "iothreads",	required_argument, NULL, OPT_IOTHREADS },
@@ -113,6 +115,13 @@ void cli_usage_run(void)
 "                        hostfwd=tcp|udp:[HOSTADDR]:PORT-[GUESTADDR]:PORT\n"
 "                        (HOSTADDR 127.0.0.1 unless given)\n"
 "                        poll=MODE: this card's --poll mode\n"
+"      --9p HOSTDIR,TAG[,ro]\n"
+"                        share a host directory over virtio-9p (9P2000.L);\n"
+"                        the guest mounts it with 'mount -t 9p -o\n"
+"                        trans=virtio,version=9p2000.L TAG DIR'; nothing\n"
+"                        outside HOSTDIR is reachable (no symlink is\n"
+"                        followed on the host); ro refuses every change;\n"
+"                        repeatable (up to %d)\n"
 "      --balloon         a virtio-balloon device: lkvm balloon NAME\n"
 "                        --inflate/--deflate MiB takes RAM back from the\n"
 "                        guest and returns it\n"
@@ -176,7 +185,7 @@ void cli_usage_run(void)
 "        names the thread class and the syscall; see --no-seccomp)\n"
 "  128+N lkvm was stopped by signal N\n",
 	DEFAULT_MEM_MIB, MIN_MEM_MIB, LKVM_MAX_CPUS, LKVM_MAX_DISKS,
-	LKVM_MAX_NICS, VIRTIO_POLL_DEFAULT_START_RATE,
+	LKVM_MAX_NICS, LKVM_MAX_SHARES, VIRTIO_POLL_DEFAULT_START_RATE,
 	VIRTIO_POLL_DEFAULT_MAX_US, VIRTIO_POLL_DEFAULT_STOP_IDLE_MS,
 	arch_default_params, 0x501);
 }
@@ -291,6 +300,70 @@ static int use_default_guest(struct vm_config *cfg)
 	return 0;
 }
 
+/*
+ * --9p HOSTDIR,TAG[,ro]. The directory is opened with the other inputs;
+ * a tag is what a mount names, so it is printable and has no comma.
+ */
+static int parse_share(const char *arg, struct share_config *sh)
+{
+	const char *comma = strchr(arg, ',');
+	const char *tag, *end;
+	size_t len;
+
+	if (!comma || comma == arg) {
+		pr_err("--9p '%s': expected HOSTDIR,TAG[,ro]", arg);
+		return -1;
+	}
+	tag = comma + 1;
+	end = strchr(tag, ',');
+	len = end ? (size_t)(end - tag) : strlen(tag);
+	if (!len || len >= sizeof(sh->tag)) {
+		pr_err("--9p '%s': the tag is 1-%zu characters", arg,
+		       sizeof(sh->tag) - 1);
+		return -1;
+	}
+	for (size_t i = 0; i < len; i++)
+		if (tag[i] <= ' ' || tag[i] > '~') {
+			pr_err("--9p '%s': the tag has a space or an unprintable character", arg);
+			return -1;
+		}
+	if (end && strcmp(end, ",ro")) {
+		pr_err("--9p '%s': unknown option '%s' (only ro)", arg, end + 1);
+		return -1;
+	}
+	memcpy(sh->tag, tag, len);
+	sh->tag[len] = '\0';
+	sh->ro = end != NULL;
+	if ((size_t)(comma - arg) >= sizeof(sh->path)) {
+		pr_err("--9p '%.40s...': the directory's name is too long", arg);
+		return -1;
+	}
+	memcpy(sh->path, arg, comma - arg);
+	sh->path[comma - arg] = '\0';
+	return 0;
+}
+
+static int add_share(const char *arg, struct vm_config *cfg)
+{
+	struct share_config *sh = &cfg->shares[cfg->nr_shares];
+	unsigned int i;
+
+	if (cfg->nr_shares == LKVM_MAX_SHARES) {
+		pr_err("--9p: at most %d shares", LKVM_MAX_SHARES);
+		return -1;
+	}
+	if (parse_share(arg, sh))
+		return -1;
+	for (i = 0; i < cfg->nr_shares; i++)
+		if (!strcmp(cfg->shares[i].tag, sh->tag)) {
+			pr_err("--9p '%s': tag '%s' is already used", arg,
+			       sh->tag);
+			return -1;
+		}
+	cfg->nr_shares++;
+	return 0;
+}
+
 static int parse_transport(const char *arg, enum virtio_transport *t)
 {
 	if (!strcmp(arg, "mmio")) {
@@ -352,6 +425,8 @@ static int parse_option(int opt, struct vm_config *cfg)
 	case OPT_NO_SECCOMP: cfg->no_seccomp = true; return 0;
 	case OPT_BOOT_PROFILE: cfg->boot_profile = true; return 0;
 	case OPT_MMIO_CMDLINE: cfg->mmio_cmdline = true; return 0;
+	case OPT_9P:
+		return add_share(optarg, cfg);
 	case 'd':
 		if (cfg->nr_disks == LKVM_MAX_DISKS) {
 			pr_err("-d: at most %d disks", LKVM_MAX_DISKS);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * User-requested devices: one virtio-blk per -d, one virtio-net per -n, a
- * virtio-rng with --rng, on the chosen transport, each taking over the disk or backend the inputs
- * opened, and with --iothreads the shared I/O threads that serve them.
+ * virtio-rng with --rng, console, balloon, a virtio-9p per --9p, on the
+ * chosen transport, each taking over the disk, backend or directory the
+ * inputs opened, and with --iothreads the shared I/O threads that serve them.
  * Owned by the main thread, which creates them before the vCPUs start and
  * stops them after the vCPUs are gone.
  */
@@ -15,6 +16,7 @@
 #include "lkvm/virtio/blk.h"
 #include "lkvm/virtio/device.h"
 #include "lkvm/virtio/net.h"
+#include "lkvm/virtio/9p.h"
 #include "lkvm/virtio/balloon.h"
 #include "lkvm/virtio/console.h"
 #include "lkvm/virtio/rng.h"
@@ -30,14 +32,16 @@ struct vm_devices {
 	struct virtio_rng *rng;		/* --rng; NULL otherwise */
 	struct virtio_console *console;	/* --console virtio; NULL otherwise */
 	struct virtio_balloon *balloon;	/* --balloon; NULL otherwise */
-	/* the three above, as --stats and the exit warnings see them */
+	unsigned int nr_shares;
+	struct virtio_9p *shares[LKVM_MAX_SHARES];	/* --9p */
+	/* the four above, as --stats and the exit warnings see them */
 	unsigned int nr_small;
 	struct small_device {
 		const char *type;	/* --stats' name */
 		const char *what;	/* what the guest missed, for a person */
 		const char *kconfig;	/* the option a guest without it lacks */
 		struct virtio_device *vdev;
-	} small[3];
+	} small[3 + LKVM_MAX_SHARES];
 };
 
 static void add_small(struct vm_devices *d, const char *type,
@@ -93,6 +97,29 @@ static int devices_create_nics(struct vm *vm, struct vm_devices *d,
 		if (!d->net[d->nr_net])
 			return -1;
 		d->net_cfg[d->nr_net++] = &cfg->nics[i];
+	}
+	return 0;
+}
+
+static int devices_create_shares(struct vm *vm, struct vm_devices *d,
+				 struct vm_inputs *in,
+				 const struct virtio_device_options *opts)
+{
+	const struct vm_config *cfg = vm->cfg;
+	unsigned int i;
+
+	for (i = 0; i < cfg->nr_shares; i++) {
+		struct virtio_9p *p;
+
+		p = virtio_9p_create(vm, opts, in->share_fds[i],
+				     cfg->shares[i].tag, cfg->shares[i].ro);
+		in->share_fds[i] = -1;	/* the device's now, made or not */
+		if (!p)
+			return -1;
+		d->shares[d->nr_shares++] = p;
+		add_small(d, "virtio-9p", "a virtio-9p share",
+			  "CONFIG_NET_9P_VIRTIO and CONFIG_9P_FS",
+			  virtio_9p_device(p));
 	}
 	return 0;
 }
@@ -155,6 +182,8 @@ int devices_create(struct vm *vm, struct vm_inputs *in)
 			  "CONFIG_VIRTIO_BALLOON",
 			  virtio_balloon_device(d->balloon));
 	}
+	if (devices_create_shares(vm, d, in, &small))
+		return -1;
 	return iothread_pool_start(&d->pool);
 }
 
@@ -174,6 +203,8 @@ void devices_stop(struct vm *vm)
 	virtio_rng_destroy(vm->devices->rng);
 	virtio_console_destroy(vm->devices->console);
 	virtio_balloon_destroy(vm->devices->balloon);
+	for (i = 0; i < vm->devices->nr_shares; i++)
+		virtio_9p_destroy(vm->devices->shares[i]);
 	/* after the devices: their teardown still unwatches its fds there */
 	iothread_pool_destroy(&vm->devices->pool);
 }

@@ -4,7 +4,10 @@
  * include/lkvm/inputs.h): the first problem found is the one reported, in
  * the order the options are documented (guest, disks, network).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lkvm/arch.h"
 #include "lkvm/file_map.h"
@@ -42,6 +45,24 @@ static int inputs_open_nets(struct vm_inputs *in, const struct vm_config *cfg)
 	return 0;
 }
 
+static int inputs_open_shares(struct vm_inputs *in,
+			      const struct vm_config *cfg)
+{
+	unsigned int i;
+
+	for (i = 0; i < cfg->nr_shares; i++) {
+		const char *path = cfg->shares[i].path;
+
+		in->share_fds[i] = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (in->share_fds[i] < 0) {
+			pr_err("--9p %s: %s", path, errno == ENOTDIR ?
+			       "not a directory" : strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 struct guest_open {
 	struct vm_inputs *in;
 	const struct vm_config *cfg;
@@ -63,9 +84,11 @@ int vm_inputs_open(struct vm_inputs *in, const struct vm_config *cfg)
 	memset(in, 0, sizeof(*in));
 	for (i = 0; i < LKVM_MAX_DISKS; i++)
 		in->disks[i].fd = -1;
+	for (i = 0; i < LKVM_MAX_SHARES; i++)
+		in->share_fds[i] = -1;
 	/* The parsers read the mapped kernel file: see file_map.h. */
 	if (mapped_file_guard(guest_open, &o) || inputs_open_disks(in, cfg) ||
-	    inputs_open_nets(in, cfg))
+	    inputs_open_nets(in, cfg) || inputs_open_shares(in, cfg))
 		return -1;
 	return 0;
 }
@@ -101,6 +124,11 @@ void vm_inputs_close(struct vm_inputs *in)
 		net_backend_close(&in->nets[i]);
 	for (i = 0; i < LKVM_MAX_DISKS; i++)
 		disk_close(&in->disks[i]);
+	for (i = 0; i < LKVM_MAX_SHARES; i++)
+		if (in->share_fds[i] >= 0) {
+			close(in->share_fds[i]);
+			in->share_fds[i] = -1;
+		}
 	in->nr_disks = 0;
 	arch_guest_close(in->guest);
 	in->guest = NULL;

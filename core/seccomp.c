@@ -125,6 +125,23 @@ static const struct sc_rule vcpu_rules[] = {
 #endif
 };
 
+/*
+ * virtio-9p (--9p) serves a share's files from the thread that serves its
+ * queue: an I/O thread, or a vCPU with --no-ioeventfd. Paths are resolved
+ * with openat2 beneath the share's root; the rest work in directories so
+ * opened, or on /proc/self/fd names of inodes so opened (fs/p9_*.c).
+ */
+static const struct sc_rule share_rules[] = {
+	ALLOW(openat2), ALLOW(openat), ALLOW(close), ALLOW(newfstatat),
+	ALLOW(fstat), ALLOW(fstatfs), ALLOW(readlinkat), ALLOW(getdents64),
+	ALLOW(lseek), ALLOW(fsync), ALLOW(fdatasync), ALLOW(fcntl),
+	ALLOW(mkdirat), ALLOW(symlinkat), ALLOW(mknodat), ALLOW(linkat),
+	ALLOW(renameat), ALLOW(renameat2), ALLOW(unlinkat), ALLOW(fchownat),
+	ALLOW(chmod), ALLOW(fchmodat), ALLOW(truncate), ALLOW(utimensat),
+	ALLOW(getxattr), ALLOW(listxattr), ALLOW(setxattr),
+	ALLOW(removexattr),
+};
+
 static const struct sc_rule io_rules[] = {
 	ALLOW(epoll_wait), ALLOW(epoll_pwait),
 	/* a polling thread asks whether it was preempted; CPU time at exit */
@@ -224,6 +241,7 @@ static const char *const syscall_names[] = {
 };
 
 static struct sock_fprog programs[SECCOMP_NR_CLASSES];
+static bool file_shares;		/* seccomp_allow_file_shares() */
 static uint32_t native_arch;		/* AUDIT_ARCH_*, as si_arch gives it */
 static __thread int thread_class = -1;
 
@@ -359,6 +377,12 @@ static int build_class(enum seccomp_class cls)
 	for (i = 0; i < SC_MAX_TABLES && def->tables[i].rules; i++)
 		if (add_table(ctx, &def->tables[i]))
 			goto out;
+	if (file_shares && (cls == SECCOMP_VCPU || cls == SECCOMP_IO)) {
+		const struct sc_table shares = TABLE(share_rules);
+
+		if (add_table(ctx, &shares))
+			goto out;
+	}
 #ifdef LKVM_SANITIZED
 	{
 		const struct sc_table san = TABLE(sanitizer_rules);
@@ -374,6 +398,11 @@ static int build_class(enum seccomp_class cls)
 out:
 	seccomp_release(ctx);
 	return err ? -1 : 0;
+}
+
+void seccomp_allow_file_shares(void)
+{
+	file_shares = true;
 }
 
 int seccomp_prepare(void)

@@ -98,29 +98,6 @@ struct blk_req_hdr {
 	uint64_t sector;
 };
 
-/* Copy `len` bytes from the start of a chain's readable buffers. */
-static bool chain_read(const struct virtq_chain *c, size_t skip, void *dst,
-		       size_t len)
-{
-	uint8_t *out = dst;
-	unsigned int i;
-
-	for (i = 0; i < c->nr_out && len; i++) {
-		size_t n;
-
-		if (skip >= c->out[i].len) {
-			skip -= c->out[i].len;
-			continue;
-		}
-		n = MIN(len, c->out[i].len - skip);
-		memcpy(out, (uint8_t *)c->out[i].hva + skip, n);
-		out += n;
-		len -= n;
-		skip = 0;
-	}
-	return !len;
-}
-
 /* An iovec view of [skip, skip + len) of a buffer list. */
 static int chain_iov(const struct virtq_buf *bufs, unsigned int nr,
 		     size_t skip, size_t len, struct iovec *iov, int max)
@@ -262,7 +239,7 @@ static uint8_t blk_discard(struct virtio_blk *blk, const struct virtq_chain *c,
 		uint64_t bytes;
 		int ret;
 
-		chain_read(c, sizeof(struct blk_req_hdr) + i * sizeof(seg),
+		virtq_chain_read(c, sizeof(struct blk_req_hdr) + i * sizeof(seg),
 			   &seg, sizeof(seg));
 		bytes = (uint64_t)seg.num_sectors * BLK_SECTOR;
 		if (!blk_range_ok(blk, seg.sector, bytes) ||
@@ -407,7 +384,7 @@ static enum virtio_chain_result blk_handle(struct virtio_queue *q,
 	if (!c->nr_in || !c->in[c->nr_in - 1].len)
 		return VIRTIO_CHAIN_USED;
 	*written = 1;
-	if (!chain_read(c, 0, &hdr, sizeof(hdr)))
+	if (!virtq_chain_read(c, 0, &hdr, sizeof(hdr)))
 		status = VIRTIO_BLK_S_IOERR;
 	else if (blk_is_async(bq, hdr.type))
 		return blk_submit(bq, c, &hdr, written);

@@ -253,8 +253,6 @@ static uint8_t ctrl_command(struct virtio_net *net, const uint8_t *buf,
 /* Gather the driver-written part (free() it); NULL if it cannot be a command. */
 static uint8_t *ctrl_gather(const struct virtq_chain *c, size_t *len)
 {
-	size_t off = 0;
-	unsigned int i;
 	uint8_t *buf;
 
 	if (c->out_len < 2 || c->out_len > NET_CTRL_MAX_DATA || !c->in_len)
@@ -262,11 +260,8 @@ static uint8_t *ctrl_gather(const struct virtq_chain *c, size_t *len)
 	buf = calloc(1, c->out_len);
 	if (!buf)
 		return NULL;
-	for (i = 0; i < c->nr_out; i++) {
-		memcpy(buf + off, c->out[i].hva, c->out[i].len);
-		off += c->out[i].len;
-	}
-	*len = off;
+	virtq_chain_read(c, 0, buf, c->out_len);
+	*len = c->out_len;
 	return buf;
 }
 

@@ -399,3 +399,41 @@ void virtq_exit(struct virtq *vq)
 	vq->used_event = NULL;
 	vq->avail_event = NULL;
 }
+
+bool virtq_chain_read(const struct virtq_chain *c, size_t skip, void *dst,
+		      size_t len)
+{
+	uint8_t *out = dst;
+	unsigned int i;
+
+	for (i = 0; i < c->nr_out && len; i++) {
+		size_t n;
+
+		if (skip >= c->out[i].len) {
+			skip -= c->out[i].len;
+			continue;
+		}
+		n = MIN(len, c->out[i].len - skip);
+		memcpy(out, (uint8_t *)c->out[i].hva + skip, n);
+		out += n;
+		len -= n;
+		skip = 0;
+	}
+	return !len;
+}
+
+size_t virtq_chain_write(const struct virtq_chain *c, const void *src,
+			 size_t len)
+{
+	const uint8_t *in = src;
+	size_t done = 0;
+	unsigned int i;
+
+	for (i = 0; i < c->nr_in && done < len; i++) {
+		size_t n = MIN(len - done, (size_t)c->in[i].len);
+
+		memcpy(c->in[i].hva, in + done, n);
+		done += n;
+	}
+	return done;
+}

@@ -5,7 +5,7 @@
  * -m), the disks (opened and locked) and the network backends (taps
  * attached or created and their scripts run, user-mode networks with their
  * hostfwd ports bound). A missing file, a bad image, a locked disk, a busy
- * tap or port is reported in one line before any VM exists, and on a
+ * tap or port, a share that is not a directory is reported in one line before any VM exists, and on a
  * machine without a usable KVM too.
  *
  * Owned by the main thread (vm_run). Each device takes its disk or backend
@@ -26,6 +26,7 @@ struct vm_inputs {
 	unsigned int nr_disks;
 	struct disk disks[LKVM_MAX_DISKS];
 	struct net_backend nets[LKVM_MAX_NICS];	/* as cfg->nics; none: closed */
+	int share_fds[LKVM_MAX_SHARES];	/* --9p roots, O_PATH; -1: taken */
 };
 
 /* 0, or -1 after a one-line message; *in is always safe to close. */

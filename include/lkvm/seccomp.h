@@ -32,6 +32,12 @@ enum seccomp_class {
 int seccomp_prepare(void);
 
 /*
+ * Before seccomp_prepare(): the VM serves host directories (--9p), so
+ * the threads that serve queues may work on files (see share_rules).
+ */
+void seccomp_allow_file_shares(void);
+
+/*
  * Confine the calling thread to its class's list; 0 and nothing done
  * when seccomp_prepare() was never called (unit tests, --no-seccomp).
  */

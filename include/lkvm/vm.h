@@ -8,6 +8,7 @@
 #define LKVM_VM_H
 
 #include <pthread.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +32,14 @@
 #define LKVM_MAX_CPUS		255	/* xAPIC IDs, one MADT/MP entry each */
 #define LKVM_MAX_MEM_MIB	(1024ULL * 1024)	/* 1 TiB */
 #define LKVM_MAX_DISKS		8
+#define LKVM_MAX_SHARES		8
+
+/* --9p HOSTDIR,TAG[,ro]: a host directory the guest mounts by its tag. */
+struct share_config {
+	char path[PATH_MAX];
+	char tag[65];			/* VIRTIO_9P_TAG_MAX + 1 */
+	bool ro;
+};
 #define LKVM_MAX_NICS		4
 
 /* What the user asked for; filled by the CLI, read-only afterwards. */
@@ -53,6 +62,8 @@ struct vm_config {
 	struct disk_config disks[LKVM_MAX_DISKS];
 	unsigned int nr_nics;
 	struct net_config nics[LKVM_MAX_NICS];
+	unsigned int nr_shares;
+	struct share_config shares[LKVM_MAX_SHARES];
 	enum virtio_transport transport;
 	bool rng;			/* --rng: a virtio-rng device */
 	bool balloon;			/* --balloon: a virtio-balloon device */

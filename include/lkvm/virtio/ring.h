@@ -98,6 +98,17 @@ struct virtq {
 };
 
 /*
+ * The scatter-gather copies between a popped chain and one flat buffer:
+ * read `len` bytes of its readable part from byte `skip` on (false, and
+ * a partial copy, when the chain is shorter), or write up to `len` bytes
+ * into its writable part in order (returns how many fitted).
+ */
+bool virtq_chain_read(const struct virtq_chain *c, size_t skip, void *dst,
+		      size_t len);
+size_t virtq_chain_write(const struct virtq_chain *c, const void *src,
+			 size_t len);
+
+/*
  * Set up a queue whose three parts the driver placed at these guest
  * addresses, for a queue just enabled after a reset: both indices start at
  * 0, and used->flags/idx are zeroed. Checks the size and that every part
