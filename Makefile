@@ -66,12 +66,19 @@ all: build-all
 $(LIBLKVM): $(LIB_OBJS)
 	$(AR) rcs $@ $^
 
-$(LKVM_BIN): $(BUILD)/core/main.o $(LIBLKVM)
+# lkvm sandbox boots into guest/init/init, which lkvm carries inside.
+SANDBOX_INIT := $(BUILD)/core/sandbox_init.o
+$(SANDBOX_INIT): core/sandbox_init.S guest/init/init
+	@mkdir -p $(dir $@)
+	$(CC) -c -o $@ $<
+
+$(LKVM_BIN): $(BUILD)/core/main.o $(SANDBOX_INIT) $(LIBLKVM)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # A static build for the nested test tier, where L1 has none of our libraries:
 # no libslirp, so its own net/backend.o without CONFIG_SLIRP.
-STATIC_OBJS := $(BUILD)/core/main.o $(BUILD)/static/net/backend.o \
+STATIC_OBJS := $(BUILD)/core/main.o $(SANDBOX_INIT) \
+	       $(BUILD)/static/net/backend.o \
 	       $(filter-out $(BUILD)/net/slirp.o $(BUILD)/net/slirp_lib.o \
 			    $(BUILD)/net/backend.o,$(LIB_OBJS))
 lkvm.static: $(STATIC_OBJS)

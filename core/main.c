@@ -12,6 +12,7 @@
 #include "lkvm/boot_profile.h"
 #include "lkvm/cli.h"
 #include "lkvm/control.h"
+#include "lkvm/sandbox.h"
 #include "lkvm/util.h"
 #include "lkvm/vm.h"
 
@@ -107,6 +108,13 @@ static void usage(void)
 "usage: lkvm <command> [options]\n"
 "\n"
 "  run       boot a guest (lkvm run --help)\n"
+"  sandbox [run options] -- CMD [ARGS]\n"
+"            run CMD in a throwaway VM over the host's own files: the\n"
+"            host's / read-only under a tmpfs overlay, the working\n"
+"            directory read-write at the same path, as the caller's\n"
+"            uid/gid; lkvm's exit status is CMD's (no CMD: a shell). The\n"
+"            kernel (default: the default guest's) needs virtio-9p and\n"
+"            overlayfs, built in or as modules in its initrd (-i)\n"
 "\n"
 "  list                       the running VMs: name, pid, state\n"
 "  stop NAME|--all            end a VM (its exit status is 0)\n"
@@ -157,6 +165,29 @@ static int cmd_probe(void)
 	return statuses[kind];
 }
 
+/* lkvm sandbox [run options] [-- CMD [ARGS]] */
+static int cmd_sandbox(int argc, char **argv)
+{
+	struct vm_config cfg;
+	int opts = 1;
+
+	while (opts < argc && strcmp(argv[opts], "--"))
+		opts++;
+	switch (cli_parse_run(opts, argv, &cfg)) {
+	case CLI_EXIT_OK:
+		return 0;
+	case CLI_ERROR:
+		return EXIT_VMM_ERROR;
+	case CLI_OK:
+		break;
+	}
+	if (opts < argc)
+		opts++;		/* the "--" */
+	if (sandbox_configure(&cfg, argc - opts, argv + opts))
+		return EXIT_VMM_ERROR;
+	return run_with_reboot(&cfg);
+}
+
 int main(int argc, char **argv)
 {
 	struct vm_config cfg;
@@ -173,6 +204,8 @@ int main(int argc, char **argv)
 			return run_with_reboot(&cfg);
 		}
 	}
+	if (!strcmp(cmd, "sandbox"))
+		return cmd_sandbox(argc - 1, argv + 1);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
 		printf("lkvm version %s\n", LKVM_VERSION);
 		return 0;

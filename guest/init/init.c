@@ -10,6 +10,8 @@
  *     dependency order, optionally followed by module parameters;
  *  3. run the command: lkvm.run= from the kernel command line, else
  *     /etc/lkvm/run, else /bin/sh, on the console as its controlling tty;
+ *     or, in an initramfs lkvm sandbox made, the command it names, in the
+ *     host's file system (sandbox.c);
  *  4. end the VM with the command's status.
  *
  * lkvm.run=PROG,ARG,...  splits into argv at commas (and at spaces when the
@@ -55,6 +57,8 @@
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "sandbox.h"
 
 #define DEBUG_EXIT_PORT	0x501
 #define BOOT_MARKER_PORT	0x502	/* include/lkvm/boot_profile.h */
@@ -460,6 +464,7 @@ static __attribute__((noreturn)) void lead_session(char **argv)
 		signal(SIGHUP, SIG_DFL);
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
+		sandbox_become_user();
 		execvp(argv[0], argv);
 		msg("cannot run %s: %s", argv[0], strerror(errno));
 		_exit(127);
@@ -627,7 +632,13 @@ int main(void)
 	load_modules("/etc/lkvm/modules");
 	setup_env();
 
-	if (cmdline_get(cmdline, "lkvm.run", val, sizeof(val)) && *val) {
+	status = sandbox_enter(args, MAX_ARGS);
+	if (status > 0)
+		end_vm(status, STATUS_PORT);
+	if (!status) {
+		/* the command's status is lkvm's, whatever it is */
+		mode = STATUS_PORT;
+	} else if (cmdline_get(cmdline, "lkvm.run", val, sizeof(val)) && *val) {
 		if (!split_args(val, args, MAX_ARGS))
 			args[0] = "/bin/sh";
 	} else if (!access("/etc/lkvm/run", X_OK)) {
@@ -636,7 +647,7 @@ int main(void)
 
 	info("running %s", args[0]);
 	status = run(args);
-	if (status || verbose)
+	if ((status && !sandbox_active()) || verbose)
 		msg("%s exited with status %d", args[0], status);
 	end_vm(status, mode);
 }

@@ -1,0 +1,132 @@
+#!/bin/sh
+# The L1 side of the nested lkvm sandbox tests (tests/nested/test_sandbox.py).
+# In L1, "the host" is L1 itself: lkvm sandbox shares L1's / (busybox) and
+# the working directory with an L2 of Debian's generic kernel (9p and
+# overlayfs as modules in /l2/initrd). Facts are "@@FACT sb_*" lines.
+#
+#   sandbox-job.sh status   exit status and output of a command, as root
+#   sandbox-job.sh user     as an unprivileged caller: owner of new files
+#   sandbox-job.sh overlay  writes to the read-only root stay in the guest
+#   sandbox-job.sh files    a file-heavy workload over 9p, against L1's own
+#   sandbox-job.sh bench N  lkvm sandbox -- true and lkvm run, N times each
+#
+# Files: /l2/vmlinux, /l2/initrd, /l1/src.tar (a source tree).
+
+what=$1
+K=/l2/vmlinux
+I=/l2/initrd
+SB="lkvm sandbox -k $K -i $I -m 256 --timeout 120"
+
+fact() { echo "@@FACT sb_$1=$2"; }
+
+status_job() {
+	mkdir -p /tmp/sb-status && cd /tmp/sb-status || exit 1
+	out=$($SB -- sh -c 'uname -r; nproc; cat /proc/cmdline; pwd; exit 7')
+	fact status_rc $?
+	fact release "$(echo "$out" | sed -n 1p)"
+	fact nproc "$(echo "$out" | sed -n 2p)"
+	fact guest_cmdline_has_loglevel \
+		"$(echo "$out" | sed -n 3p | grep -c 'loglevel=1')"
+	fact pwd "$(echo "$out" | sed -n 4p)"
+	fact l1_release "$(uname -r)"
+	# a true command is status 0; a missing one is the shell's 127
+	$SB -- true
+	fact true_rc $?
+	$SB -- /no/such/command
+	fact missing_rc $?
+}
+
+user_job() {
+	grep -q '^tester:' /etc/passwd 2>/dev/null ||
+		echo 'tester:x:1000:1000::/tmp:/bin/sh' >>/etc/passwd
+	chmod 666 /dev/kvm
+	mkdir -p /tmp/sb-user && chown 1000:1000 /tmp/sb-user
+	cd /tmp/sb-user || exit 1
+	out=$(su tester -s /bin/sh -c "$SB --virtio-transport mmio -- sh -c 'id -u; id -g; echo made >new.txt; mkdir sub; echo deep >sub/f'")
+	fact user_rc $?
+	fact user_ids "$(echo $out)"
+	fact user_file "$(cat /tmp/sb-user/new.txt 2>/dev/null)"
+	fact user_owner "$(stat -c %u:%g /tmp/sb-user/new.txt 2>/dev/null)"
+	fact user_dir_owner "$(stat -c %u:%g /tmp/sb-user/sub 2>/dev/null)"
+	fact user_deep "$(cat /tmp/sb-user/sub/f 2>/dev/null)"
+}
+
+overlay_job() {
+	mkdir -p /tmp/sb-ov && cd /tmp/sb-ov || exit 1
+	echo host >/tmp/sb-ov-outside
+	out=$($SB --virtio-transport pci-legacy -- sh -c 'echo guest >/etc/sb-marker && cat /etc/sb-marker;
+		rm -f /bin/busybox.x; echo changed >/tmp/sb-ov-outside;
+		rm /l1/src.tar && echo removed; ls /l1/src.tar 2>&1 | grep -c "No such"')
+	fact overlay_rc $?
+	fact overlay_guest_read "$(echo "$out" | sed -n 1p)"
+	fact overlay_guest_removed "$(echo "$out" | sed -n 2p)"
+	fact overlay_guest_gone "$(echo "$out" | sed -n 3p)"
+	fact overlay_host_marker "$([ -e /etc/sb-marker ] && echo 1 || echo 0)"
+	fact overlay_host_tar "$([ -e /l1/src.tar ] && echo 1 || echo 0)"
+	# /tmp in the guest is its own tmpfs, not the host's
+	fact overlay_host_tmp "$(cat /tmp/sb-ov-outside)"
+}
+
+# The workload: unpack, checksum every file, rename and delete half.
+WORKLOAD='set -e
+tar xf /l1/src.tar
+find src -type f | sort >list
+xargs sha256sum <list >sums
+n=0
+for f in $(cat list); do
+	n=$((n + 1))
+	case $((n % 4)) in
+	0) mv "$f" "$f.renamed" ;;
+	1) rm "$f" ;;
+	esac
+done
+find src | sort >after
+find src -type f | sort | xargs sha256sum >sums-after
+ls -la src | wc -l >count'
+
+files_job() {
+	rm -rf /tmp/sb-files-host /tmp/sb-files-guest
+	mkdir -p /tmp/sb-files-host /tmp/sb-files-guest
+	(cd /tmp/sb-files-host && sh -c "$WORKLOAD")
+	fact files_host_rc $?
+	cd /tmp/sb-files-guest || exit 1
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	$SB -- sh -c "$WORKLOAD"
+	fact files_rc $?
+	fact files_time "$(awk "BEGIN { print $(cut -d' ' -f1 /proc/uptime) - $t0 }")"
+	fact files_nr "$(wc -l </tmp/sb-files-host/list)"
+	for f in list sums after sums-after count; do
+		fact "files_same_$(echo $f | tr - _)" \
+			"$(cmp -s /tmp/sb-files-host/$f /tmp/sb-files-guest/$f && echo 1 || echo 0)"
+	done
+	# and what the guest left is what L1 sees, byte for byte
+	(cd /tmp/sb-files-guest && find src -type f | sort | xargs sha256sum) \
+		>/tmp/sb-files-l1view
+	fact files_l1_view "$(cmp -s /tmp/sb-files-l1view /tmp/sb-files-guest/sums-after && echo 1 || echo 0)"
+}
+
+# Seconds a command takes, to the millisecond, from /proc/uptime.
+elapsed() {
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	"$@" >/dev/null 2>&1
+	awk "BEGIN { print $(cut -d' ' -f1 /proc/uptime) - $t0 }"
+}
+
+bench_job() {
+	mkdir -p /tmp/sb-bench && cd /tmp/sb-bench || exit 1
+	i=0
+	while [ $i -lt "$1" ]; do
+		fact bench_sandbox_$i "$(elapsed $SB -- true)"
+		fact bench_run_$i "$(elapsed lkvm run -k $K -i $I -m 256 --timeout 120 -p 'console=ttyS0 quiet loglevel=1 panic=-1 lkvm.run=true')"
+		i=$((i + 1))
+	done
+}
+
+case $what in
+status) status_job ;;
+user) user_job ;;
+overlay) overlay_job ;;
+files) files_job ;;
+bench) bench_job "${2:-10}" ;;
+*) echo "sandbox-job.sh: unknown job $what" >&2; exit 2 ;;
+esac

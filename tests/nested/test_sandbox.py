@@ -1,0 +1,136 @@
+"""lkvm sandbox with a real Linux guest: Debian's generic kernel (9p and
+overlayfs as modules in its initrd) under lkvm, nested in one QEMU TCG L1
+guest, where "the host" whose files the sandbox shows is L1 itself. The L1
+side is tests/nested/sandbox-job.sh; each job boots one or more sandboxes.
+
+  status   `lkvm sandbox -- sh -c '...; exit 7'` prints the guest's
+           kernel release, its CPU count and command line and the working
+           directory, and exits 7; `-- true` exits 0, a missing command 127
+  user     run by an unprivileged L1 user over virtio-mmio: the command
+           runs as that uid/gid, and what it writes in the working
+           directory appears in L1 with that owner
+  overlay  over legacy virtio-pci: writes and deletions on the read-only
+           root land in the guest's overlay only, never in L1
+  files    a file-heavy workload (unpack a source tarball, checksum every
+           file, rename and delete half of them) gives the same listings
+           and checksums as the same workload run in L1 directly, and L1
+           sees the guest's files byte for byte
+
+Environment: LKVM_NESTED_WORK keeps the images and the console log;
+LKVM_NESTED_LKVM=path tests another static lkvm than ./lkvm.static.
+"""
+
+import io
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nested  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
+JOB = os.path.join(HERE, "sandbox-job.sh")
+JOB_TIMEOUT = 240
+STATUS = 7
+
+TIMINGS = []
+
+
+def source_tarball(path):
+    """lkvm's own C sources and headers as a tarball (a few hundred
+    files in nested folders), under src/."""
+    files = subprocess.run(["git", "ls-files", "*.c", "*.h", "*.mk"],
+                           cwd=TOP, capture_output=True, text=True,
+                           check=True).stdout.split()
+    with tarfile.open(path, "w") as tar:
+        for f in sorted(files):
+            tar.add(os.path.join(TOP, f), arcname="src/" + f)
+    return path
+
+
+@pytest.fixture(scope="module")
+def l1(tmp_path_factory):
+    work = nested.work_dir(tmp_path_factory, "sandbox")
+    lkvm = os.environ.get("LKVM_NESTED_LKVM") or nested.LKVM_STATIC
+    if not os.path.exists(lkvm):
+        pytest.fail("%s is missing: run 'make lkvm.static'" % lkvm)
+    nested.build_helpers()
+    kernel = nested.fetch_kernels(["generic"])["generic"]
+    files = {
+        "/l2/vmlinux": kernel["vmlinux"],
+        "/l2/initrd": nested.mkinitramfs(os.path.join(work, "l2.gz"),
+                                         "--init", nested.GUEST_INIT,
+                                         "--modules-dir", kernel["modules"]),
+        "/l1/src.tar": source_tarball(os.path.join(work, "src.tar")),
+        "/l1/sandbox-job.sh": JOB,
+    }
+    jobs = [nested.Job(name, ["sh", "/l1/sandbox-job.sh", name],
+                       timeout=JOB_TIMEOUT)
+            for name in ("status", "user", "overlay", "files")]
+    res = nested.run_l1(jobs, files, l1_kernel=kernel, workdir=work,
+                        lkvm=lkvm)
+    TIMINGS.append("sandbox: L1 %s in %.1f s; console log %s/console.log"
+                   % ("completed" if res.completed else "FAILED",
+                      res.elapsed, work))
+    for name in res.order:
+        TIMINGS.append("sandbox: job %-8s exit=%s %s s in L1" % (
+            name, res.jobs[name].exit, res.jobs[name].time))
+    return res
+
+
+def facts(l1, name):
+    j = l1.jobs.get(name)
+    assert j is not None and j.ended, l1.describe()
+    return j.facts, j.tail()
+
+
+def test_l1_completed(l1):
+    assert l1.l1.get("kvm") == "1" and l1.completed, l1.describe()
+
+
+def test_status_and_output(l1):
+    f, tail = facts(l1, "status")
+    assert f.get("sb_status_rc") == str(STATUS), tail
+    # the guest's kernel, not L1's running it (the same package here:
+    # the command line and CPU count tell them apart)
+    assert f.get("sb_release") == f.get("sb_l1_release"), tail
+    assert f.get("sb_nproc") == "1", tail
+    assert f.get("sb_guest_cmdline_has_loglevel") == "1", tail
+    assert f.get("sb_pwd") == "/tmp/sb-status", tail
+    assert f.get("sb_true_rc") == "0", tail
+    assert f.get("sb_missing_rc") == "127", tail
+
+
+def test_runs_as_the_caller(l1):
+    f, tail = facts(l1, "user")
+    assert f.get("sb_user_rc") == "0", tail
+    assert f.get("sb_user_ids") == "1000 1000", tail
+    assert f.get("sb_user_file") == "made", tail
+    assert f.get("sb_user_owner") == "1000:1000", tail
+    assert f.get("sb_user_dir_owner") == "1000:1000", tail
+    assert f.get("sb_user_deep") == "deep", tail
+
+
+def test_root_changes_stay_in_the_overlay(l1):
+    f, tail = facts(l1, "overlay")
+    assert f.get("sb_overlay_rc") == "0", tail
+    assert f.get("sb_overlay_guest_read") == "guest", tail
+    assert f.get("sb_overlay_guest_removed") == "removed", tail
+    assert f.get("sb_overlay_guest_gone") == "1", tail
+    assert f.get("sb_overlay_host_marker") == "0", tail
+    assert f.get("sb_overlay_host_tar") == "1", tail
+    assert f.get("sb_overlay_host_tmp") == "host", tail
+
+
+def test_file_heavy_workload_matches_the_host(l1):
+    f, tail = facts(l1, "files")
+    assert f.get("sb_files_host_rc") == "0", tail
+    assert f.get("sb_files_rc") == "0", tail
+    assert int(f.get("sb_files_nr", "0")) > 100, tail
+    for what in ("list", "sums", "after", "sums_after", "count"):
+        assert f.get("sb_files_same_" + what) == "1", (what, tail)
+    assert f.get("sb_files_l1_view") == "1", tail
