@@ -43,6 +43,28 @@ static const p9_op_fn ops[256] = {
 	[P9_TREMOVE] = p9_op_remove,
 };
 
+/*
+ * The fixed part of each reply: a request whose chain has no room for it
+ * is refused before it changes anything (a walk checks its own, which
+ * grows with its names; reads and readdirs fill what room there is).
+ */
+static const uint8_t reply_room[256] = {
+	[P9_TVERSION] = 4 + 2 + 8,
+	[P9_TATTACH] = P9_QID_SIZE,
+	[P9_TLOPEN] = P9_QID_SIZE + 4,
+	[P9_TLCREATE] = P9_QID_SIZE + 4,
+	[P9_TREAD] = 4,
+	[P9_TWRITE] = 4,
+	[P9_TGETATTR] = 8 + P9_QID_SIZE + 3 * 4 + 15 * 8,
+	[P9_TSTATFS] = 4 + 4 + 6 * 8 + 4,
+	[P9_TREADDIR] = 4,
+	[P9_TMKDIR] = P9_QID_SIZE,
+	[P9_TSYMLINK] = P9_QID_SIZE,
+	[P9_TMKNOD] = P9_QID_SIZE,
+	[P9_TXATTRWALK] = 8,
+	[P9_TLOCK] = 1,
+};
+
 void p9_server_init(struct p9_server *s, int root_fd, bool ro)
 {
 	memset(s, 0, sizeof(*s));
@@ -115,6 +137,8 @@ size_t p9_handle(struct p9_server *s, const uint8_t *req, size_t req_len,
 		return reply_error(s, &out, tag, EOPNOTSUPP);
 	if (type & 1)
 		return reply_error(s, &out, tag, EINVAL);	/* an R-message */
+	if (out.cap - P9_HEADER_SIZE < reply_room[type])
+		return reply_error(s, &out, tag, EMSGSIZE);
 	put_header(&out, type + 1, tag);
 	err = ops[type](s, &in, &out);
 	if (!err && in.err)

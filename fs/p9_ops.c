@@ -155,6 +155,9 @@ int p9_op_walk(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	if (!fid || fid->fd >= 0 ||
 	    (newnum != num && p9_fid_get(s, newnum)))
 		return EBADF;
+	/* room for every qid, or the walk must not make its fid */
+	if (out->cap - out->len < 2 + (size_t)nwname * P9_QID_SIZE)
+		return EMSGSIZE;
 	strcpy(path, fid->path);
 	count = p9_reserve(out, 2);
 	for (i = 0; i < nwname && count; i++) {

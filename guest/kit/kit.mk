@@ -20,7 +20,7 @@ KIT_TESTS	:= exit hang poweroff smp tables rtc selftest fault timer tsc pci kick
 		   count
 # Guests that drive virtio devices link the kit's virtio driver too.
 KIT_VIRTIO_TESTS := blk hostile hostile_pci reqbench net netbench netctrl crashdisk \
-		    rng hvc balloon
+		    rng hvc balloon p9
 KIT_TESTS	+= $(KIT_VIRTIO_TESTS)
 KIT_S_OBJS	:= $(addprefix $(KIT_OBJ)/,start.o trampoline.o)
 KIT_C_OBJS	:= $(addprefix $(KIT_OBJ)/,kit.o acpi.o ap.o)

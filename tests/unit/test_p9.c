@@ -674,6 +674,24 @@ static void test_bad_messages(void **state)
 	put(m, ROOT, 4);
 	put(m, 0x7ff, 8);
 	assert_int_equal(send_cap(m, 40), -EMSGSIZE);
+	/* and one with no room for its reply changes nothing */
+	m = start(TMKDIR);
+	put(m, ROOT, 4);
+	puts9(m, "tight");
+	put(m, 0755, 4);
+	put(m, 0, 4);
+	assert_int_equal(send_cap(m, 12), -EMSGSIZE);
+	assert_false(host_exists("share/tight"));
+	assert_int_equal(walk(ROOT, 20, 1, (const char *[]){ "sub" }), 1);
+	m = start(TWALK);
+	put(m, ROOT, 4);
+	put(m, 21, 4);
+	put(m, 2, 2);
+	puts9(m, "sub");
+	puts9(m, "..");
+	assert_int_equal(send_cap(m, 22), -EMSGSIZE);
+	assert_int_equal(clunk(21), -EBADF);
+	clunk(20);
 }
 
 static void test_fid_limit(void **state)
