@@ -9,12 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lkvm/arch.h"
 #include "lkvm/cli.h"
 #include "lkvm/control.h"
 #include "lkvm/iothread.h"
+#include "lkvm/setup.h"
 #include "lkvm/util.h"
 #include "lkvm/virtio/poll.h"
 
@@ -364,6 +366,83 @@ static int add_share(const char *arg, struct vm_config *cfg)
 	return 0;
 }
 
+/*
+ * -d DIR (or -d NAME, a directory lkvm setup made): the guest's root file
+ * system over virtio-9p, as kvmtool's -d takes a directory. The path is
+ * what comes before an option; a directory means a root, anything else a
+ * disk image.
+ */
+static const char *root_dir_path(const char *arg, char *buf, size_t size)
+{
+	const char *comma = strchr(arg, ',');
+	struct stat st;
+
+	snprintf(buf, size, "%.*s", comma ? (int)(comma - arg) : (int)size,
+		 arg);
+	if (!stat(buf, &st))
+		return S_ISDIR(st.st_mode) ? buf : NULL;
+	if (strchr(buf, '/') || !control_name_valid(buf))
+		return NULL;
+	return setup_dir(buf, buf, size) || stat(buf, &st) ||
+	       !S_ISDIR(st.st_mode) ? NULL : buf;
+}
+
+static bool root_dir_option(const char *arg)
+{
+	char path[PATH_MAX];
+
+	return root_dir_path(arg, path, sizeof(path)) != NULL;
+}
+
+static int add_root_dir(const char *arg, struct vm_config *cfg)
+{
+	const char *comma = strchr(arg, ',');
+	struct share_config *sh = &cfg->shares[cfg->nr_shares];
+
+	if (cfg->root_share) {
+		pr_err("-d '%s': the guest has a root directory already", arg);
+		return -1;
+	}
+	if (comma && strcmp(comma, ",ro")) {
+		pr_err("-d '%s': a root directory takes only ro", arg);
+		return -1;
+	}
+	if (cfg->nr_shares == LKVM_MAX_SHARES) {
+		pr_err("-d '%s': at most %d shares", arg, LKVM_MAX_SHARES);
+		return -1;
+	}
+	/* the root goes first, so a kernel finds it as the first 9p device */
+	memmove(&cfg->shares[1], &cfg->shares[0],
+		cfg->nr_shares * sizeof(*sh));
+	sh = &cfg->shares[0];
+	root_dir_path(arg, sh->path, sizeof(sh->path));
+	snprintf(sh->tag, sizeof(sh->tag), "%s", ROOT_DIR_TAG);
+	sh->ro = comma != NULL;
+	cfg->nr_shares++;
+	cfg->root_share = true;
+	return 0;
+}
+
+/* The kernel (or guest/init, for a kernel with 9p as modules) mounts it. */
+static int join_root_params(struct vm_config *cfg)
+{
+	static char buf[CMDLINE_BUF];
+	const char *base = cfg->params ? cfg->params : base_params(cfg);
+	int n;
+
+	if (strstr(base, "root="))
+		return 0;	/* the user's own choice */
+	n = snprintf(buf, sizeof(buf), "%s root=%s rootfstype=9p "
+		     "rootflags=trans=virtio,version=9p2000.L,msize=524288 %s",
+		     base, ROOT_DIR_TAG, cfg->shares[0].ro ? "ro" : "rw");
+	if (n < 0 || (size_t)n >= sizeof(buf)) {
+		pr_err("-d: the command line is too long");
+		return -1;
+	}
+	cfg->params = buf;
+	return 0;
+}
+
 static int parse_transport(const char *arg, enum virtio_transport *t)
 {
 	if (!strcmp(arg, "mmio")) {
@@ -428,6 +507,8 @@ static int parse_option(int opt, struct vm_config *cfg)
 	case OPT_9P:
 		return add_share(optarg, cfg);
 	case 'd':
+		if (root_dir_option(optarg))
+			return add_root_dir(optarg, cfg);
 		if (cfg->nr_disks == LKVM_MAX_DISKS) {
 			pr_err("-d: at most %d disks", LKVM_MAX_DISKS);
 			return -1;
@@ -517,6 +598,8 @@ static int check_config(struct vm_config *cfg)
 	if (!cfg->kernel && !cfg->firmware && use_default_guest(cfg))
 		return -1;
 	if (cfg->append && join_append(cfg))
+		return -1;
+	if (cfg->root_share && !cfg->firmware && join_root_params(cfg))
 		return -1;
 	if (!cfg->params && cfg->virtio_console && !cfg->firmware)
 		cfg->params = base_params(cfg);

@@ -7,9 +7,11 @@
  * Owned by the main thread, which creates them before the vCPUs start and
  * stops them after the vCPUs are gone.
  */
+#include <limits.h>
 #include <stdio.h>
 
 #include "lkvm/devices.h"
+#include "lkvm/doctor.h"
 #include "lkvm/inputs.h"
 #include "lkvm/iothread.h"
 #include "lkvm/util.h"
@@ -40,16 +42,17 @@ struct vm_devices {
 		const char *type;	/* --stats' name */
 		const char *what;	/* what the guest missed, for a person */
 		const char *kconfig;	/* the option a guest without it lacks */
+		const char *module;	/* and its module's name */
 		struct virtio_device *vdev;
 	} small[3 + LKVM_MAX_SHARES];
 };
 
 static void add_small(struct vm_devices *d, const char *type,
-		      const char *what, const char *kconfig,
+		      const char *what, const char *kconfig, const char *module,
 		      struct virtio_device *vdev)
 {
 	d->small[d->nr_small++] = (struct small_device) {
-		type, what, kconfig, vdev,
+		type, what, kconfig, module, vdev,
 	};
 }
 
@@ -118,7 +121,7 @@ static int devices_create_shares(struct vm *vm, struct vm_devices *d,
 			return -1;
 		d->shares[d->nr_shares++] = p;
 		add_small(d, "virtio-9p", "a virtio-9p share",
-			  "CONFIG_NET_9P_VIRTIO and CONFIG_9P_FS",
+			  "CONFIG_NET_9P_VIRTIO", "9pnet_virtio",
 			  virtio_9p_device(p));
 	}
 	return 0;
@@ -165,21 +168,22 @@ int devices_create(struct vm *vm, struct vm_inputs *in)
 		if (!(d->rng = virtio_rng_create(vm, &small)))
 			return -1;
 		add_small(d, "virtio-rng", "its virtio-rng device",
-			  "CONFIG_HW_RANDOM_VIRTIO", virtio_rng_device(d->rng));
+			  "CONFIG_HW_RANDOM_VIRTIO", "virtio_rng",
+			  virtio_rng_device(d->rng));
 	}
 	if (cfg->virtio_console) {
 		if (!(d->console = virtio_console_create(vm, &small)))
 			return -1;
 		add_small(d, "virtio-console",
 			  "its virtio-console (hvc0), so its console output and input went nowhere",
-			  "CONFIG_VIRTIO_CONSOLE",
+			  "CONFIG_VIRTIO_CONSOLE", "virtio_console",
 			  virtio_console_device(d->console));
 	}
 	if (cfg->balloon) {
 		if (!(d->balloon = virtio_balloon_create(vm, &small)))
 			return -1;
 		add_small(d, "virtio-balloon", "its virtio-balloon device",
-			  "CONFIG_VIRTIO_BALLOON",
+			  "CONFIG_VIRTIO_BALLOON", "virtio_balloon",
 			  virtio_balloon_device(d->balloon));
 	}
 	if (devices_create_shares(vm, d, in, &small))
@@ -209,38 +213,53 @@ void devices_stop(struct vm *vm)
 	iothread_pool_destroy(&vm->devices->pool);
 }
 
-static const char *transport_option(enum virtio_transport t)
+/* The guest left a device alone: say so, and what the doctor thinks. */
+static void report_unused(struct vm *vm, struct doctor **doc,
+			  const char *what, const char *kconfig,
+			  const char *module)
 {
-	return t == VIRTIO_TRANSPORT_MMIO ? " and CONFIG_VIRTIO_MMIO" :
-					    " and CONFIG_VIRTIO_PCI";
+	bool mmio = vm->cfg->transport == VIRTIO_TRANSPORT_MMIO;
+	const char *const kconfigs[2] = {
+		kconfig, mmio ? "CONFIG_VIRTIO_MMIO" : "CONFIG_VIRTIO_PCI",
+	};
+	const char *const modules[2] = {
+		module, mmio ? "virtio_mmio" : "virtio_pci",
+	};
+	char why[256];
+
+	if (!*doc)
+		*doc = doctor_open(vm->cfg->kernel, vm->cfg->initrd);
+	doctor_explain(*doc, kconfigs, modules, why, sizeof(why));
+	pr_warn("the guest never initialised %s: %s", what, why);
 }
 
 void devices_report_unused(struct vm *vm)
 {
+	struct vm_devices *d = vm->devices;
+	struct doctor *doc = NULL;
+	char what[PATH_MAX + 64];
 	unsigned int i;
 
-	if (!vm->devices)
+	if (!d)
 		return;
-	for (i = 0; i < vm->devices->nr_blk; i++) {
-		struct virtio_device *vdev = virtio_blk_device(vm->devices->blk[i]);
-
-		if (!vdev->driver_seen)
-			pr_warn("the guest never initialised the virtio-blk disk '%s': does its kernel have CONFIG_VIRTIO_BLK%s (built in, or as modules its initramfs loads)?",
-				vm->cfg->disks[i].path,
-				transport_option(vm->cfg->transport));
-	}
-	for (i = 0; i < LKVM_MAX_NICS && vm->devices->net[i]; i++)
-		if (!virtio_net_device(vm->devices->net[i])->driver_seen)
-			pr_warn("the guest never initialised its virtio-net card %u: does its kernel have CONFIG_VIRTIO_NET%s?",
-				i, transport_option(vm->cfg->transport));
-	for (i = 0; i < vm->devices->nr_small; i++) {
-		const struct small_device *sd = &vm->devices->small[i];
-
-		if (!sd->vdev->driver_seen)
-			pr_warn("the guest never initialised %s: does its kernel have %s%s (built in, or a module its initramfs loads)?",
-				sd->what, sd->kconfig,
-				transport_option(vm->cfg->transport));
-	}
+	for (i = 0; i < d->nr_blk; i++)
+		if (!virtio_blk_device(d->blk[i])->driver_seen) {
+			snprintf(what, sizeof(what), "the virtio-blk disk '%s'",
+				 vm->cfg->disks[i].path);
+			report_unused(vm, &doc, what, "CONFIG_VIRTIO_BLK",
+				      "virtio_blk");
+		}
+	for (i = 0; i < LKVM_MAX_NICS && d->net[i]; i++)
+		if (!virtio_net_device(d->net[i])->driver_seen) {
+			snprintf(what, sizeof(what), "its virtio-net card %u", i);
+			report_unused(vm, &doc, what, "CONFIG_VIRTIO_NET",
+				      "virtio_net");
+		}
+	for (i = 0; i < d->nr_small; i++)
+		if (!d->small[i].vdev->driver_seen)
+			report_unused(vm, &doc, d->small[i].what,
+				      d->small[i].kconfig, d->small[i].module);
+	doctor_close(doc);
 }
 
 static void write_device_stats(FILE *f, struct vm *vm, const char *type,

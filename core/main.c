@@ -13,6 +13,7 @@
 #include "lkvm/cli.h"
 #include "lkvm/control.h"
 #include "lkvm/sandbox.h"
+#include "lkvm/setup.h"
 #include "lkvm/util.h"
 #include "lkvm/vm.h"
 
@@ -115,6 +116,9 @@ static void usage(void)
 "            uid/gid; lkvm's exit status is CMD's (no CMD: a shell). The\n"
 "            kernel (default: the default guest's) needs virtio-9p and\n"
 "            overlayfs, built in or as modules in its initrd (-i)\n"
+"  setup NAME\n"
+"            make ~/.lkvm/NAME ($LKVM_HOME/NAME), a busybox root file\n"
+"            system to boot with lkvm run -d NAME (over virtio-9p)\n"
 "\n"
 "  list                       the running VMs: name, pid, state\n"
 "  stop NAME|--all            end a VM (its exit status is 0)\n"
@@ -206,6 +210,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "sandbox"))
 		return cmd_sandbox(argc - 1, argv + 1);
+	if (!strcmp(cmd, "setup"))
+		return setup_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
 		printf("lkvm version %s\n", LKVM_VERSION);
 		return 0;

@@ -18,6 +18,7 @@
 #include "lkvm/console.h"
 #include "lkvm/control.h"
 #include "lkvm/devices.h"
+#include "lkvm/doctor.h"
 #include "lkvm/inputs.h"
 #include "lkvm/irq.h"
 #include "lkvm/seccomp.h"
@@ -128,6 +129,28 @@ static void report_exit(const struct vm *vm)
 		pr_warn("%s (exit status %d)", vm->exit_reason, vm->exit_code);
 }
 
+/*
+ * A kernel that ended badly without a byte on the console most likely
+ * wrote it somewhere lkvm does not show: the doctor says where.
+ */
+static void report_silent_console(const struct vm *vm)
+{
+	const struct vm_config *cfg = vm->cfg;
+	uint64_t written, dropped;
+	size_t queued;
+	char why[256];
+
+	if (!cfg->kernel || vm->exit_code == EXIT_POWEROFF ||
+	    vm->exit_chosen_by_guest)
+		return;
+	console_output_stats(&written, &dropped, &queued);
+	if (written || dropped)
+		return;
+	if (doctor_console(cfg->params ? cfg->params : arch_default_params,
+			   cfg->virtio_console, why, sizeof(why)))
+		pr_warn("%s", why);
+}
+
 static int build_vm(struct vm *vm, struct vm_inputs *in)
 {
 	uint64_t ranges[ARCH_MAX_RAM_RANGES][2];
@@ -231,6 +254,7 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 	if (code == EXIT_TIMEOUT)
 		vcpus_report(&vm);
 	devices_report_unused(&vm);
+	report_silent_console(&vm);
 	if (cfg->boot_profile)
 		boot_profile_print(&vm);
 	if (cfg->stats_path &&

@@ -169,8 +169,9 @@ int sandbox_configure(struct vm_config *cfg, int argc, char **argv)
 	static struct records r;
 	char cwd[PATH_MAX];
 
-	if (cfg->firmware) {
-		pr_err("lkvm sandbox boots a Linux kernel: drop --firmware");
+	if (cfg->firmware || cfg->root_share) {
+		pr_err("lkvm sandbox boots a Linux kernel on the host's root: drop %s",
+		       cfg->firmware ? "--firmware" : "-d DIR");
 		return -1;
 	}
 	if (!getcwd(cwd, sizeof(cwd))) {

@@ -320,6 +320,46 @@ static void setup_env(void)
 		chdir("/");
 }
 
+/*
+ * root=TAG rootfstype=9p (lkvm run -d DIR): a kernel with 9p built in
+ * mounts it itself and never runs us; one with 9p as modules boots this
+ * initramfs, which loads them, mounts the share and moves into it with
+ * the file systems it mounted. False if this is not such a boot or the
+ * mount failed (then the initramfs stays the root, and says why).
+ */
+static bool enter_9p_root(const char *cmdline)
+{
+	static const char *const moved[] = { "/proc", "/sys", "/dev", "/tmp",
+					     "/run" };
+	char tag[256], type[32], flags[512], dir[64];
+	unsigned int i;
+
+	if (!cmdline_get(cmdline, "rootfstype", type, sizeof(type)) ||
+	    strcmp(type, "9p") || !cmdline_get(cmdline, "root", tag, sizeof(tag)))
+		return false;
+	if (!cmdline_get(cmdline, "rootflags", flags, sizeof(flags)))
+		snprintf(flags, sizeof(flags), "trans=virtio,version=9p2000.L");
+	mkdir("/newroot", 0755);
+	if (mount(tag, "/newroot", "9p",
+		  cmdline_get(cmdline, "ro", dir, sizeof(dir)) ? MS_RDONLY : 0,
+		  flags)) {
+		msg("mount 9p root %s: %s", tag, strerror(errno));
+		return false;
+	}
+	for (i = 0; i < sizeof(moved) / sizeof(moved[0]); i++) {
+		snprintf(dir, sizeof(dir), "/newroot%s", moved[i]);
+		mkdir(dir, 0755);
+		if (mount(moved[i], dir, NULL, MS_MOVE, NULL))
+			info("move %s: %s", moved[i], strerror(errno));
+	}
+	if (chdir("/newroot") || mount(".", "/", NULL, MS_MOVE, NULL) ||
+	    chroot(".") || chdir("/")) {
+		msg("switch to the 9p root: %s", strerror(errno));
+		return false;
+	}
+	return true;
+}
+
 static void on_signal(int sig)
 {
 	requested = sig == SIGTERM ? RB_AUTOBOOT : RB_POWER_OFF;
@@ -630,6 +670,13 @@ int main(void)
 	}
 
 	load_modules("/etc/lkvm/modules");
+	if (enter_9p_root(cmdline) && !cmdline_get(cmdline, "lkvm.run", val,
+						    sizeof(val)) &&
+	    !access("/sbin/init", X_OK)) {
+		/* the root's own init takes over as PID 1 */
+		execl("/sbin/init", "init", (char *)NULL);
+		msg("cannot run /sbin/init: %s", strerror(errno));
+	}
 	setup_env();
 
 	status = sandbox_enter(args, MAX_ARGS);

@@ -64,6 +64,7 @@ struct vm_config {
 	struct net_config nics[LKVM_MAX_NICS];
 	unsigned int nr_shares;
 	struct share_config shares[LKVM_MAX_SHARES];
+	bool root_share;		/* -d DIR: shares[0] is the root fs */
 	enum virtio_transport transport;
 	bool rng;			/* --rng: a virtio-rng device */
 	bool balloon;			/* --balloon: a virtio-balloon device */

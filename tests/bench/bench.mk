@@ -85,3 +85,12 @@ bench-boot-peers:
 	$(MAKE) --no-print-directory lkvm.static guest/init/init guest-kit \
 		peer-kit
 	/usr/bin/python3 tests/bench/boot_peers_bench.py
+
+# lkvm sandbox -- true against lkvm run of the same kernel and initramfs,
+# alternating, in one nested L1 (tests/bench/sandbox_bench.py; ~3 min).
+.PHONY: bench-sandbox
+BENCH_TARGETS += bench-sandbox
+bench-sandbox:
+	scripts/fetch-kernel.sh generic >/dev/null
+	$(MAKE) --no-print-directory lkvm.static guest/init/init
+	/usr/bin/python3 tests/bench/sandbox_bench.py

@@ -315,9 +315,83 @@ def test_disk_empty_path():
                           "no image path")
 
 
-def test_disk_is_a_directory(tmp):
+def test_a_directory_is_a_9p_root(tmp):
+    """-d DIR is the guest's root over 9p (kvmtool's -d): the checks let
+    it through; a disk option on it is refused, and so is a second."""
     assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", str(tmp)]),
-                          "disk")
+                          NO_KVM)
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", str(tmp)
+                               + ",direct"]), "takes only ro")
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", str(tmp),
+                               "-d", str(tmp) + ",ro"]),
+                          "has a root directory already")
+
+
+@pytest.mark.parametrize("arg,words", [
+    ("{tmp}/nope,tag", ["--9p", "No such file"]),
+    ("{tmp}/file,tag", ["--9p", "not a directory"]),
+    ("{tmp}", ["expected HOSTDIR,TAG"]),
+    ("{tmp},", ["the tag is 1-64 characters"]),
+    (",tag", ["expected HOSTDIR,TAG"]),
+    ("{tmp},a b", ["unprintable"]),
+    ("{tmp}," + "t" * 65, ["the tag is 1-64"]),
+    ("{tmp},tag,rw", ["unknown option 'rw'"]),
+])
+def test_bad_9p(tmp, arg, words):
+    (tmp / "file").write_text("x")
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "--9p",
+                               arg.format(tmp=tmp)]), *words)
+
+
+def test_9p_tags_are_unique_and_shares_pass_the_checks(tmp):
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "--9p", "%s,t" % tmp,
+                               "--9p", "%s,t,ro" % tmp]),
+                          "tag 't' is already used")
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "--9p", "%s,t" % tmp,
+                               "--9p", "%s,u,ro" % tmp]), NO_KVM)
+
+
+@pytest.mark.parametrize("args,words", [
+    (["sandbox", "-f", "{fw}", "--", "true"], ["drop --firmware"]),
+    (["sandbox", "-k", "{elf}", "-d", "{tmp}", "--", "true"],
+     ["drop -d DIR"]),
+    (["sandbox", "-k", "{elf}", "--9p", "{tmp},lkvm-root", "--", "true"],
+     ["lkvm sandbox's own"]),
+    (["sandbox", "-k", "{elf}", "--bogus", "--", "true"],
+     ["unknown option '--bogus'"]),
+    (["sandbox", "-k", "{elf}", "--"] + ["x" * 100] * 3000,
+     ["over 256 KiB"]),
+])
+def test_bad_sandbox(tmp, args, words):
+    fw = tmp / "fw.bin"
+    fw.write_bytes(b"\0" * 4096)
+    p = run([a.format(tmp=tmp, elf=EXIT_ELF, fw=fw) for a in args])
+    assert_one_line_error(p, *words)
+
+
+def test_sandbox_passes_the_checks(tmp):
+    """A good sandbox gets as far as /dev/kvm: its shares and initrd made."""
+    p = run(["sandbox", "-k", EXIT_ELF, "--", "sh", "-c", "exit 7"],
+            prefix=["env", "-C", str(tmp)])
+    assert_one_line_error(p, NO_KVM)
+
+
+def test_setup(tmp):
+    env = {"LKVM_HOME": str(tmp / "home")}
+    p = run(["setup", "t1"], env=env)
+    assert p.returncode == 0 and "lkvm run -d t1" in p.stdout, p
+    root = tmp / "home" / "t1"
+    assert os.access(root / "bin" / "busybox", os.X_OK)
+    assert os.readlink(root / "bin" / "sh") == "/bin/busybox"
+    assert os.readlink(root / "sbin" / "init") == "/bin/busybox"
+    assert (root / "etc" / "passwd").read_text().startswith("root:")
+    assert_one_line_error(run(["setup", "t1"], env=env), "already exists")
+    assert_one_line_error(run(["setup"], env=env), "usage: lkvm setup")
+    assert_one_line_error(run(["setup", "../x"], env=env),
+                          "usage: lkvm setup")
+    # and run -d NAME finds it there, through to /dev/kvm
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", "t1"], env=env),
+                          NO_KVM)
 
 
 @pytest.mark.parametrize("poll,words", [

@@ -8,6 +8,8 @@
 #   sandbox-job.sh user     as an unprivileged caller: owner of new files
 #   sandbox-job.sh overlay  writes to the read-only root stay in the guest
 #   sandbox-job.sh files    a file-heavy workload over 9p, against L1's own
+#   sandbox-job.sh rootdir  lkvm setup NAME; lkvm run -d NAME (9p root), rw, ro
+#   sandbox-job.sh doctor   what lkvm says of a missing module, a hidden console
 #   sandbox-job.sh bench N  lkvm sandbox -- true and lkvm run, N times each
 #
 # Files: /l2/vmlinux, /l2/initrd, /l1/src.tar (a source tree).
@@ -91,7 +93,7 @@ files_job() {
 	fact files_host_rc $?
 	cd /tmp/sb-files-guest || exit 1
 	t0=$(cut -d' ' -f1 /proc/uptime)
-	$SB -- sh -c "$WORKLOAD"
+	$SB --timeout 400 -- sh -c "$WORKLOAD"
 	fact files_rc $?
 	fact files_time "$(awk "BEGIN { print $(cut -d' ' -f1 /proc/uptime) - $t0 }")"
 	fact files_nr "$(wc -l </tmp/sb-files-host/list)"
@@ -103,6 +105,45 @@ files_job() {
 	(cd /tmp/sb-files-guest && find src -type f | sort | xargs sha256sum) \
 		>/tmp/sb-files-l1view
 	fact files_l1_view "$(cmp -s /tmp/sb-files-l1view /tmp/sb-files-guest/sums-after && echo 1 || echo 0)"
+}
+
+# lkvm setup NAME, then lkvm run -d NAME: the folder is the guest's root
+# over 9p (the generic kernel's initrd mounts it and moves in), rw and ro.
+rootdir_job() {
+	export LKVM_HOME=/tmp/lkvm-home
+	P="console=ttyS0 quiet loglevel=1 panic=-1"
+	lkvm setup t1 >/dev/null
+	fact setup_rc $?
+	fact setup_busybox "$([ -x $LKVM_HOME/t1/bin/busybox ] && [ -L $LKVM_HOME/t1/bin/sh ] && echo 1 || echo 0)"
+	lkvm setup t1 2>&1 | grep -c "already exists" | sed 's/^/@@FACT sb_setup_again=/'
+	out=$(lkvm run -k $K -i $I -m 256 --timeout 120 -d t1 \
+		-p "$P lkvm.run=sh,-c,echo%20inside%20>/made;cat%20/etc/hostname;test%20-e%20/l1/src.tar||echo%20confined")
+	fact rootdir_rc $?
+	fact rootdir_out "$(echo $out)"
+	fact rootdir_made "$(cat $LKVM_HOME/t1/made 2>/dev/null)"
+	lkvm run -k $K -i $I -m 256 --timeout 120 -d t1,ro \
+		-p "$P lkvm.run=sh,-c,echo%20x%20>/ro-made"
+	fact rootdir_ro_rc $?
+	fact rootdir_ro_made "$([ -e $LKVM_HOME/t1/ro-made ] && echo 1 || echo 0)"
+}
+
+# The kernel doctor: a disk the guest never initialises because its
+# initramfs lacks virtio_blk (the config beside vmlinuz says =m), and a
+# kernel that panics with its console on tty0.
+doctor_job() {
+	V=$(ls /l2/boot/vmlinuz-*)
+	dd if=/dev/zero of=/tmp/doc.img bs=1M count=4 2>/dev/null
+	err=$(lkvm run -k "$V" -i /l2/initrd-noblk -d /tmp/doc.img -m 256 \
+		--timeout 120 -p "console=ttyS0 quiet panic=-1 lkvm.run=true" \
+		2>&1 >/dev/null)
+	fact doctor_rc $?
+	echo "$err"
+	fact doctor_blk "$(echo "$err" | grep -c "never initialised the virtio-blk disk '/tmp/doc.img': CONFIG_VIRTIO_BLK=m, but its initramfs has no virtio_blk module")"
+	err=$(lkvm run -k "$V" -m 256 --timeout 60 -p "console=tty0 panic=-1" \
+		2>&1 >/dev/null)
+	fact doctor_console_rc $?
+	echo "$err"
+	fact doctor_console "$(echo "$err" | grep -c "its command line sends the console to tty0")"
 }
 
 # Seconds a command takes, to the millisecond, from /proc/uptime.
@@ -127,6 +168,8 @@ status) status_job ;;
 user) user_job ;;
 overlay) overlay_job ;;
 files) files_job ;;
+rootdir) rootdir_job ;;
+doctor) doctor_job ;;
 bench) bench_job "${2:-10}" ;;
 *) echo "sandbox-job.sh: unknown job $what" >&2; exit 2 ;;
 esac

@@ -11,6 +11,13 @@ side is tests/nested/sandbox-job.sh; each job boots one or more sandboxes.
            directory appears in L1 with that owner
   overlay  over legacy virtio-pci: writes and deletions on the read-only
            root land in the guest's overlay only, never in L1
+  rootdir  `lkvm setup t1` makes a busybox root folder (a second time
+           is refused); `lkvm run -d t1` boots into it over 9p: the guest
+           writes there, sees nothing outside it; `-d t1,ro` refuses writes
+  doctor   the kernel doctor's words at exit: a disk left alone because
+           the initramfs lacks virtio_blk (CONFIG_VIRTIO_BLK=m, from the
+           config-VERSION beside vmlinuz-VERSION), and a kernel that
+           panics with console=tty0 and so says nothing on lkvm's console
   files    a file-heavy workload (unpack a source tarball, checksum every
            file, rename and delete half of them) gives the same listings
            and checksums as the same workload run in L1 directly, and L1
@@ -35,6 +42,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 JOB = os.path.join(HERE, "sandbox-job.sh")
 JOB_TIMEOUT = 240
+# the workload forks a few hundred busybox processes in L2: 80 s on a
+# quiet machine, 120 s when the other core is busy too
+FILES_TIMEOUT = 400
 STATUS = 7
 
 TIMINGS = []
@@ -67,10 +77,22 @@ def l1(tmp_path_factory):
                                          "--modules-dir", kernel["modules"]),
         "/l1/src.tar": source_tarball(os.path.join(work, "src.tar")),
         "/l1/sandbox-job.sh": JOB,
+        # Debian's layout, for the kernel doctor: the config beside it
+        "/l2/boot/vmlinuz-" + kernel["version"]: kernel["bzimage"],
+        "/l2/boot/config-" + kernel["version"]: os.path.join(
+            os.path.dirname(kernel["bzimage"]),
+            "config-" + kernel["version"]),
+        "/l2/initrd-noblk": nested.mkinitramfs(
+            os.path.join(work, "l2-noblk.gz"), "--init", nested.GUEST_INIT,
+            "--modules-dir", kernel["modules"], "--modules",
+            "virtio,virtio_ring,virtio_pci_modern_dev,"
+            "virtio_pci_legacy_dev,virtio_pci"),
     }
     jobs = [nested.Job(name, ["sh", "/l1/sandbox-job.sh", name],
-                       timeout=JOB_TIMEOUT)
-            for name in ("status", "user", "overlay", "files")]
+                       timeout=FILES_TIMEOUT + 60 if name == "files" else
+                       JOB_TIMEOUT)
+            for name in ("status", "user", "overlay", "files", "rootdir",
+                         "doctor")]
     res = nested.run_l1(jobs, files, l1_kernel=kernel, workdir=work,
                         lkvm=lkvm)
     TIMINGS.append("sandbox: L1 %s in %.1f s; console log %s/console.log"
@@ -134,3 +156,26 @@ def test_file_heavy_workload_matches_the_host(l1):
     for what in ("list", "sums", "after", "sums_after", "count"):
         assert f.get("sb_files_same_" + what) == "1", (what, tail)
     assert f.get("sb_files_l1_view") == "1", tail
+
+
+def test_setup_and_a_directory_as_root(l1):
+    f, tail = facts(l1, "rootdir")
+    assert f.get("sb_setup_rc") == "0", tail
+    assert f.get("sb_setup_busybox") == "1", tail
+    assert f.get("sb_setup_again") == "1", tail
+    assert f.get("sb_rootdir_rc") == "0", tail
+    # (then the kernel's "reboot: Power down", which is pr_emerg)
+    assert f.get("sb_rootdir_out", "").startswith("lkvm confined"), tail
+    assert f.get("sb_rootdir_made") == "inside", tail
+    # the write fails, so the command's status is the shell's 1... and
+    # nothing reaches the folder
+    assert f.get("sb_rootdir_ro_rc") not in (None, "0"), tail
+    assert f.get("sb_rootdir_ro_made") == "0", tail
+
+
+def test_kernel_doctor(l1):
+    f, tail = facts(l1, "doctor")
+    assert f.get("sb_doctor_rc") == "0", tail
+    assert f.get("sb_doctor_blk") == "1", tail
+    assert f.get("sb_doctor_console_rc") not in (None, "0"), tail
+    assert f.get("sb_doctor_console") == "1", tail
