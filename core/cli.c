@@ -374,11 +374,13 @@ static int add_share(const char *arg, struct vm_config *cfg)
  */
 static const char *root_dir_path(const char *arg, char *buf, size_t size)
 {
-	const char *comma = strchr(arg, ',');
+	size_t len = strcspn(arg, ",");
 	struct stat st;
 
-	snprintf(buf, size, "%.*s", comma ? (int)(comma - arg) : (int)size,
-		 arg);
+	if (len >= size)
+		return NULL;
+	memcpy(buf, arg, len);
+	buf[len] = '\0';
 	if (!stat(buf, &st))
 		return S_ISDIR(st.st_mode) ? buf : NULL;
 	if (strchr(buf, '/') || !control_name_valid(buf))
