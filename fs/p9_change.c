@@ -57,6 +57,21 @@ static int dir_and_name(struct p9_server *s, uint32_t num, struct p9_str name,
 	return 0;
 }
 
+/*
+ * The common start of a change: the request read whole, the share
+ * writable, then the directory fid and new name as dir_and_name() says.
+ */
+static int changing(struct p9_server *s, const struct p9_in *in,
+		    uint32_t num, struct p9_str name,
+		    char elem[P9_NAME_MAX + 1], struct p9_fid **fidp)
+{
+	if (in->err)
+		return EINVAL;
+	if (s->ro)
+		return EROFS;
+	return dir_and_name(s, num, name, elem, fidp);
+}
+
 static int open_dir(struct p9_server *s, const struct p9_fid *fid)
 {
 	return p9_open_beneath(s, fid->path, O_PATH | O_DIRECTORY, 0);
@@ -107,11 +122,7 @@ int p9_op_lcreate(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	struct p9_fid *fid;
 	int dirfd, fd, err;
 
-	if (in->err)
-		return EINVAL;
-	if (s->ro)
-		return EROFS;
-	err = dir_and_name(s, num, name, elem, &fid);
+	err = changing(s, in, num, name, elem, &fid);
 	if (err)
 		return err;
 	if (fid->fd >= 0)
@@ -149,8 +160,8 @@ struct p9_new_name {
 	uint32_t gid;
 };
 
-static int make_name(struct p9_server *s, const struct p9_new_name *nn,
-		     struct p9_out *out,
+static int make_name(struct p9_server *s, const struct p9_in *in,
+		     const struct p9_new_name *nn, struct p9_out *out,
 		     int (*make)(int dirfd, const char *name, const void *arg),
 		     const void *arg)
 {
@@ -158,9 +169,7 @@ static int make_name(struct p9_server *s, const struct p9_new_name *nn,
 	struct p9_fid *fid;
 	int dirfd, err;
 
-	if (s->ro)
-		return EROFS;
-	err = dir_and_name(s, nn->dfid, nn->name, elem, &fid);
+	err = changing(s, in, nn->dfid, nn->name, elem, &fid);
 	if (err)
 		return err;
 	dirfd = open_dir(s, fid);
@@ -186,9 +195,7 @@ int p9_op_mkdir(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	nn.name = p9_getstr(in);
 	mode = safe_mode(p9_get32(in), true);
 	nn.gid = p9_get32(in);
-	if (in->err)
-		return EINVAL;
-	return make_name(s, &nn, out, do_mkdir, &mode);
+	return make_name(s, in, &nn, out, do_mkdir, &mode);
 }
 
 static int do_symlink(int dirfd, const char *name, const void *arg)
@@ -208,7 +215,7 @@ int p9_op_symlink(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	if (in->err || !target.len || !p9_str_copy(target, text, sizeof(text)))
 		return EINVAL;
 	/* the text is the guest's: the server never follows it */
-	return make_name(s, &nn, out, do_symlink, text);
+	return make_name(s, in, &nn, out, do_symlink, text);
 }
 
 struct mknod_arg {
@@ -241,7 +248,7 @@ int p9_op_mknod(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 		return EPERM;
 	m.mode = (mode & S_IFMT) | safe_mode(mode, false);
 	m.dev = 0;
-	return make_name(s, &nn, out, do_mknod, &m);
+	return make_name(s, in, &nn, out, do_mknod, &m);
 }
 
 int p9_op_link(struct p9_server *s, struct p9_in *in, struct p9_out *out)
@@ -253,11 +260,7 @@ int p9_op_link(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	const char *old;
 	int dirfd, oldfd, err;
 
-	if (in->err)
-		return EINVAL;
-	if (s->ro)
-		return EROFS;
-	err = dir_and_name(s, dnum, name, elem, &dfid);
+	err = changing(s, in, dnum, name, elem, &dfid);
 	if (err)
 		return err;
 	if (!fid || fid->kind != P9_FID_PATH)
@@ -299,11 +302,7 @@ int p9_op_rename(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	char elem[P9_NAME_MAX + 1], to[PATH_MAX], from[PATH_MAX];
 	int err;
 
-	if (in->err)
-		return EINVAL;
-	if (s->ro)
-		return EROFS;
-	err = dir_and_name(s, dnum, name, elem, &dfid);
+	err = changing(s, in, dnum, name, elem, &dfid);
 	if (err)
 		return err;
 	if (!fid || fid->kind != P9_FID_PATH)
@@ -325,11 +324,7 @@ int p9_op_renameat(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	struct p9_fid *ofid, *nfid;
 	int err;
 
-	if (in->err)
-		return EINVAL;
-	if (s->ro)
-		return EROFS;
-	err = dir_and_name(s, olddir, oldname, oldelem, &ofid);
+	err = changing(s, in, olddir, oldname, oldelem, &ofid);
 	if (!err)
 		err = dir_and_name(s, newdir, newname, newelem, &nfid);
 	if (err)
@@ -349,11 +344,7 @@ int p9_op_unlinkat(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	struct p9_fid *fid;
 	int dirfd, err;
 
-	if (in->err)
-		return EINVAL;
-	if (s->ro)
-		return EROFS;
-	err = dir_and_name(s, dnum, name, elem, &fid);
+	err = changing(s, in, dnum, name, elem, &fid);
 	if (err)
 		return err;
 	dirfd = open_dir(s, fid);

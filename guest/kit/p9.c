@@ -135,82 +135,6 @@ static unsigned int nr_shares;
 
 /* ---- finding the devices ---- */
 
-/* A BAR's address; a 64-bit memory BAR takes the next one too. */
-static uint64_t bar_addr(unsigned int slot, unsigned int bar)
-{
-	uint32_t lo = kit_pci_read32(0, slot, 0, 0x10 + 4 * bar);
-
-	if (lo & 1)
-		return lo & ~3u;
-	if ((lo & 6) == 4 && bar < 5)
-		return (lo & ~0xfull) |
-		       (uint64_t)kit_pci_read32(0, slot, 0,
-						0x14 + 4 * bar) << 32;
-	return lo & ~0xfull;
-}
-
-/*
- * vio_pci_find() takes the first virtio function only, and we need every
- * 9p one: the modern regions are mapped here the same way (4.1.4).
- */
-static bool map_modern(struct vio_dev *d)
-{
-	unsigned int s = d->slot, at, guard = 0;
-
-	at = kit_pci_read8(0, s, 0, 0x34) & ~3u;
-	while (at && guard++ < 48) {
-		uint8_t type = kit_pci_read8(0, s, 0, at + 3);
-		uintptr_t a = bar_addr(s, kit_pci_read8(0, s, 0, at + 4)) +
-			      kit_pci_read32(0, s, 0, at + 8);
-
-		if (kit_pci_read8(0, s, 0, at) != 0x09)	/* vendor cap */
-			goto next;
-		if (type == VIRTIO_PCI_CAP_COMMON_CFG && !d->common)
-			d->common = a;
-		else if (type == VIRTIO_PCI_CAP_ISR_CFG && !d->isr)
-			d->isr = a;
-		else if (type == VIRTIO_PCI_CAP_DEVICE_CFG && !d->devcfg)
-			d->devcfg = a;
-		else if (type == VIRTIO_PCI_CAP_NOTIFY_CFG && !d->notify) {
-			d->notify = a;
-			d->notify_mult = kit_pci_read32(0, s, 0, at + 16);
-		}
-next:
-		at = kit_pci_read8(0, s, 0, at + 1) & ~3u;
-	}
-	d->base = d->common;
-	return d->common && d->isr && d->devcfg && d->notify;
-}
-
-/* The 9p function at slot, if it is one of the wanted flavour. */
-static bool pci_9p(struct vio_dev *d, unsigned int slot, bool legacy)
-{
-	uint32_t id = kit_pci_read32(0, slot, 0, 0);
-	uint16_t dev = id >> 16, cmd;
-
-	if ((id & 0xffff) != VIO_PCI_VENDOR)
-		return false;
-	/* 4.1.2.1: 0x1009 is 9P's transitional ID, not a formula */
-	if (legacy ? dev != 0x1009 ||
-		     kit_pci_read16(0, slot, 0, 0x2e) != VIRTIO_ID_9P
-		   : dev != 0x1040 + VIRTIO_ID_9P)
-		return false;
-	memset(d, 0, sizeof(*d));
-	d->transport = legacy ? VIO_PCI_LEGACY : VIO_PCI;
-	d->slot = slot;
-	d->device_id = VIRTIO_ID_9P;
-	d->gsi = kit_pci_read8(0, slot, 0, 0x3c);
-	cmd = kit_pci_read16(0, slot, 0, 0x04);
-	cmd |= (legacy ? 0x1 : 0x2) | 0x4;	/* decoding, bus master */
-	kit_pci_write32(0, slot, 0, 0x04, cmd);
-	if (legacy) {
-		d->base = bar_addr(slot, 0);
-		return d->base;
-	}
-	return kit_check(map_modern(d), "00:%02x.0: a capability is missing",
-			 slot);
-}
-
 static unsigned int find_devices(struct vio_dev *devs)
 {
 	enum vio_transport t = vio_cmdline_transport(VIO_PCI);
@@ -224,9 +148,13 @@ static unsigned int find_devices(struct vio_dev *devs)
 				devs[n++] = all[i];
 		return n;
 	}
-	for (i = 0; i < 32 && n < MAX_SHARES; i++)
-		if (pci_9p(&devs[n], i, t == VIO_PCI_LEGACY))
+	/* vio_pci_find() takes the first virtio function: walk them all */
+	for (i = 0; n < MAX_SHARES &&
+		    vio_pci_find_from(&devs[n], t == VIO_PCI_LEGACY, i);) {
+		i = devs[n].slot + 1;
+		if (devs[n].device_id == VIRTIO_ID_9P)
 			n++;
+	}
 	return n;
 }
 

@@ -96,11 +96,11 @@ static uint64_t bar_address(unsigned int slot, unsigned int bar)
 	return lo & ~0xfULL;
 }
 
-static int find_function(bool legacy, uint32_t *type)
+static int find_function(bool legacy, unsigned int first, uint32_t *type)
 {
 	unsigned int slot;
 
-	for (slot = 0; slot < 32; slot++) {
+	for (slot = first; slot < 32; slot++) {
 		uint32_t id = kit_pci_read32(0, slot, 0, 0);
 		uint16_t dev = id >> 16;
 
@@ -171,8 +171,13 @@ static bool map_caps(struct vio_dev *d)
 
 bool vio_pci_find(struct vio_dev *d, bool legacy)
 {
+	return vio_pci_find_from(d, legacy, 0);
+}
+
+bool vio_pci_find_from(struct vio_dev *d, bool legacy, unsigned int first)
+{
 	uint32_t type = 0, cmd;
-	int slot = find_function(legacy, &type);
+	int slot = find_function(legacy, first, &type);
 
 	memset(d, 0, sizeof(*d));
 	if (slot < 0)

@@ -34,6 +34,8 @@
  * a capability is missing.
  */
 bool vio_pci_find(struct vio_dev *d, bool legacy);
+/* The same from slot first on: the next function after d->slot, say. */
+bool vio_pci_find_from(struct vio_dev *d, bool legacy, unsigned int first);
 
 /* The transport's halves of the calls in virtio.h (virtio.c dispatches). */
 uint32_t vio_pci_config_read(const struct vio_dev *d, unsigned int off,

@@ -25,15 +25,7 @@ def main():
     work = os.environ.get("LKVM_NESTED_WORK") or "/tmp/lkvm-bench-sandbox"
     os.makedirs(work, exist_ok=True)
     kernel = nested.fetch_kernels(["generic"])["generic"]
-    files = {
-        "/l2/vmlinux": kernel["vmlinux"],
-        "/l2/initrd": nested.mkinitramfs(os.path.join(work, "l2.gz"),
-                                         "--init", nested.GUEST_INIT,
-                                         "--modules-dir", kernel["modules"]),
-        "/l1/src.tar": test_sandbox.source_tarball(
-            os.path.join(work, "src.tar")),
-        "/l1/sandbox-job.sh": test_sandbox.JOB,
-    }
+    files = test_sandbox.l1_files(work, kernel)
     job = nested.Job("bench", ["sh", "/l1/sandbox-job.sh", "bench",
                                str(rounds)], timeout=60 * rounds + 60)
     res = nested.run_l1([job], files, l1_kernel=kernel, workdir=work)

@@ -62,15 +62,11 @@ def source_tarball(path):
     return path
 
 
-@pytest.fixture(scope="module")
-def l1(tmp_path_factory):
-    work = nested.work_dir(tmp_path_factory, "sandbox")
-    lkvm = os.environ.get("LKVM_NESTED_LKVM") or nested.LKVM_STATIC
-    if not os.path.exists(lkvm):
-        pytest.fail("%s is missing: run 'make lkvm.static'" % lkvm)
-    nested.build_helpers()
-    kernel = nested.fetch_kernels(["generic"])["generic"]
-    files = {
+def l1_files(work, kernel):
+    """What L1 gets: the guest kernel (PVH vmlinux, and the bzImage with
+    its config beside it, Debian's layout), initrds, the tarball and the
+    job script."""
+    return {
         "/l2/vmlinux": kernel["vmlinux"],
         "/l2/initrd": nested.mkinitramfs(os.path.join(work, "l2.gz"),
                                          "--init", nested.GUEST_INIT,
@@ -88,6 +84,17 @@ def l1(tmp_path_factory):
             "virtio,virtio_ring,virtio_pci_modern_dev,"
             "virtio_pci_legacy_dev,virtio_pci"),
     }
+
+
+@pytest.fixture(scope="module")
+def l1(tmp_path_factory):
+    work = nested.work_dir(tmp_path_factory, "sandbox")
+    lkvm = os.environ.get("LKVM_NESTED_LKVM") or nested.LKVM_STATIC
+    if not os.path.exists(lkvm):
+        pytest.fail("%s is missing: run 'make lkvm.static'" % lkvm)
+    nested.build_helpers()
+    kernel = nested.fetch_kernels(["generic"])["generic"]
+    files = l1_files(work, kernel)
     jobs = [nested.Job(name, ["sh", "/l1/sandbox-job.sh", name],
                        timeout=FILES_TIMEOUT + 60 if name == "files" else
                        JOB_TIMEOUT)
