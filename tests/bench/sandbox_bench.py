@@ -3,7 +3,9 @@
 """How long `lkvm sandbox -- true` takes, next to `lkvm run` of the same
 kernel and initramfs running `true`, in one nested QEMU TCG L1 (issue 12's
 benchmark). Both boot Debian's generic kernel (PVH vmlinux) with the
-guest/init + virtio modules initramfs, 1 vCPU, 256 MiB; lkvm sandbox adds
+guest/init + virtio modules initramfs, 1 vCPU, 256 MiB, and end through
+the debug-exit port (lkvm.status=port: no ACPI power-off), on lkvm's own
+default command line (--append for run); lkvm sandbox adds
 its archive to that initramfs, two virtio-9p shares, the mounts (9p root,
 overlay, working directory) and the switch to the caller's ids. The two
 alternate, N rounds (default 10, LKVM_BENCH_SANDBOX_ROUNDS); each figure is
@@ -38,7 +40,7 @@ def main():
     msb, mrun = statistics.median(sb), statistics.median(run)
     print("lkvm sandbox -- true      median %.2f s  (min %.2f, max %.2f, %d runs)"
           % (msb, min(sb), max(sb), rounds))
-    print("lkvm run (lkvm.run=true)  median %.2f s  (min %.2f, max %.2f, %d runs)"
+    print("lkvm run (lkvm.run=true) median %.2f s  (min %.2f, max %.2f, %d runs)"
           % (mrun, min(run), max(run), rounds))
     print("sandbox / run             %.2f" % (msb / mrun))
     print("(launch to exit in a nested L1 under QEMU TCG, alternating)")

@@ -158,7 +158,7 @@ bench_job() {
 	i=0
 	while [ $i -lt "$1" ]; do
 		fact bench_sandbox_$i "$(elapsed $SB -- true)"
-		fact bench_run_$i "$(elapsed lkvm run -k $K -i $I -m 256 --timeout 120 -p 'console=ttyS0 quiet loglevel=1 panic=-1 lkvm.run=true')"
+		fact bench_run_$i "$(elapsed lkvm run -k $K -i $I -m 256 --timeout 120 --append 'quiet loglevel=1 lkvm.status=port lkvm.run=true')"
 		i=$((i + 1))
 	done
 }
