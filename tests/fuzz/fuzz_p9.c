@@ -11,6 +11,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,19 @@ static void write_file(const char *dir, const char *name, const char *text)
 		abort();
 }
 
+static int remove_one(const char *path, const struct stat *st, int flag,
+		      struct FTW *ftw)
+{
+	remove(path);		/* what cannot go stays in /tmp */
+	return 0;
+}
+
+/* At exit: the scratch tree, whatever the inputs made in it. */
+static void remove_tree(void)
+{
+	nftw(top, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void make_tree(void)
 {
 	char path[200];
@@ -41,6 +55,7 @@ static void make_tree(void)
 	snprintf(top, sizeof(top), "/tmp/lkvm-fuzz-p9.XXXXXX");
 	if (!mkdtemp(top))
 		abort();
+	atexit(remove_tree);
 	snprintf(share, sizeof(share), "%s/share", top);
 	snprintf(outside, sizeof(outside), "%s/outside", top);
 	if (mkdir(share, 0755) || mkdir(outside, 0755))
