@@ -7,11 +7,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "lkvm/arch.h"
 #include "lkvm/file_map.h"
 #include "lkvm/inputs.h"
+#include "lkvm/p9.h"
 #include "lkvm/util.h"
 
 static int inputs_open_disks(struct vm_inputs *in, const struct vm_config *cfg)
@@ -45,11 +47,31 @@ static int inputs_open_nets(struct vm_inputs *in, const struct vm_config *cfg)
 	return 0;
 }
 
+/*
+ * Each share's open files are host fds (at most P9_MAX_OPEN each): lift
+ * the soft limit toward the hard one, so that a guest's open files do not
+ * take the fds lkvm itself needs later (a queue's eventfd, a client).
+ */
+static void raise_fd_limit(unsigned int nr_shares)
+{
+	rlim_t want = 1024 + (rlim_t)nr_shares * P9_MAX_OPEN;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? want :
+		      (rl.rlim_max < want ? rl.rlim_max : want);
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		pr_debug("setrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+}
+
 static int inputs_open_shares(struct vm_inputs *in,
 			      const struct vm_config *cfg)
 {
 	unsigned int i;
 
+	if (cfg->nr_shares)
+		raise_fd_limit(cfg->nr_shares);
 	for (i = 0; i < cfg->nr_shares; i++) {
 		const char *path = cfg->shares[i].path;
 

@@ -127,6 +127,8 @@ int p9_op_lcreate(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 		return err;
 	if (fid->fd >= 0)
 		return EBADF;
+	if (p9_may_open(s))
+		return EMFILE;
 	if (p9_path_join(path, fid->path, elem) || !(copy = strdup(path)))
 		return ENAMETOOLONG;
 	dirfd = open_dir(s, fid);
@@ -148,7 +150,7 @@ int p9_op_lcreate(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	}
 	free(fid->path);
 	fid->path = copy;
-	fid->fd = fd;
+	p9_fid_opened(s, fid, fd);
 	p9_put32(out, 0);	/* iounit */
 	return 0;
 }

@@ -71,12 +71,26 @@ void p9_fid_clunk(struct p9_server *s, struct p9_fid *fid)
 		pp = &(*pp)->next;
 	*pp = fid->next;
 	s->nr_fids--;
-	if (fid->fd >= 0)
+	if (fid->fd >= 0) {
 		close(fid->fd);
+		s->nr_open--;
+	}
+	s->xattr_bytes -= fid->xattr_held;
 	free(fid->path);
 	free(fid->xattr);
 	free(fid->xattr_name);
 	free(fid);
+}
+
+void p9_fid_opened(struct p9_server *s, struct p9_fid *fid, int fd)
+{
+	fid->fd = fd;
+	s->nr_open++;
+}
+
+int p9_may_open(const struct p9_server *s)
+{
+	return s->nr_open < P9_MAX_OPEN ? 0 : EMFILE;
 }
 
 void p9_fid_clunk_all(struct p9_server *s)

@@ -101,6 +101,7 @@ struct p9_fid {
 	uint8_t *xattr;
 	size_t xattr_len;
 	size_t xattr_size;
+	size_t xattr_held;		/* counted in the server's xattr_bytes */
 	char *xattr_name;
 	int xattr_flags;
 	struct p9_fid *next;
@@ -111,6 +112,10 @@ struct p9_fid *p9_fid_get(struct p9_server *s, uint32_t num);
 struct p9_fid *p9_fid_new(struct p9_server *s, uint32_t num, const char *path,
 			  int *err);
 void p9_fid_clunk(struct p9_server *s, struct p9_fid *fid);
+/* fid now holds host fd fd (counted against P9_MAX_OPEN). */
+void p9_fid_opened(struct p9_server *s, struct p9_fid *fid, int fd);
+/* Room for another open fid? 0 or EMFILE. */
+int p9_may_open(const struct p9_server *s);
 void p9_fid_clunk_all(struct p9_server *s);
 /* After a rename: every fid at or under from now names the same under to. */
 int p9_fids_renamed(struct p9_server *s, const char *from, const char *to);

@@ -344,6 +344,8 @@ int p9_op_lopen(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 		return EBADF;
 	if (host < 0)
 		return EROFS;
+	if (p9_may_open(s))
+		return EMFILE;
 	pfd = p9_open_inode(s, fid->path, &st);
 	if (pfd < 0)
 		return -pfd;
@@ -351,7 +353,7 @@ int p9_op_lopen(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	close(pfd);
 	if (fd < 0)
 		return -fd;
-	fid->fd = fd;
+	p9_fid_opened(s, fid, fd);
 	fid->dir = S_ISDIR(st.st_mode);
 	p9_stat_qid(s, &st, &qid);
 	p9_putqid(out, &qid);

@@ -4,7 +4,8 @@
  * one attribute's value (or, for an empty name, the list of names), read
  * with Tread; Txattrcreate turns a fid into one that collects a value
  * with Twrite and sets it at Tclunk. Values are at most 64 KiB (Linux's
- * limit), so a guest cannot make lkvm hold more. Guests set user.* only:
+ * limit), and all a share's xattr fids hold at most P9_XATTR_TOTAL, so a
+ * guest cannot make lkvm hold more by keeping fids. Guests set user.* only:
  * security.* and trusted.* on the host are not a guest's to write (file
  * capabilities, SELinux labels). Symlinks have none here.
  */
@@ -46,6 +47,11 @@ static ssize_t fetch_xattr(struct p9_server *s, const char *path,
 	if (n < 0) {
 		free(*value);
 		*value = NULL;
+	} else {
+		/* held until clunked: only what the value needs */
+		uint8_t *fit = realloc(*value, n ? n : 1);
+
+		*value = fit ? fit : *value;
 	}
 	return n;
 }
@@ -67,14 +73,17 @@ int p9_op_xattrwalk(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	n = fetch_xattr(s, fid->path, cname, &value);
 	if (n < 0)
 		return -n;
-	nf = p9_fid_new(s, newnum, fid->path, &err);
+	nf = s->xattr_bytes + n > P9_XATTR_TOTAL ? NULL :
+	     p9_fid_new(s, newnum, fid->path, &err);
 	if (!nf) {
 		free(value);
-		return err;
+		return s->xattr_bytes + n > P9_XATTR_TOTAL ? ENOMEM : err;
 	}
 	nf->kind = P9_FID_XATTR_READ;
 	nf->xattr = value;
 	nf->xattr_len = n;
+	nf->xattr_held = n;
+	s->xattr_bytes += n;
 	p9_put64(out, n);
 	return 0;
 }
@@ -99,11 +108,15 @@ int p9_op_xattrcreate(struct p9_server *s, struct p9_in *in,
 		return EPERM;
 	if (size > P9_XATTR_MAX)
 		return E2BIG;
+	if (s->xattr_bytes + size > P9_XATTR_TOTAL)
+		return ENOSPC;
 	if (!(fid->xattr_name = strdup(cname)) ||
 	    !(fid->xattr = malloc(size ? size : 1)))
 		return ENOMEM;
 	fid->kind = P9_FID_XATTR_WRITE;
 	fid->xattr_size = size;
+	fid->xattr_held = size;
+	s->xattr_bytes += size;
 	fid->xattr_len = 0;
 	fid->xattr_flags = flags;
 	return 0;

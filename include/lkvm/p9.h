@@ -24,6 +24,8 @@
 #define P9_MAX_MSIZE	(512 * 1024)	/* largest message we negotiate */
 #define P9_MIN_MSIZE	4096
 #define P9_MAX_FIDS	4096		/* per share: a guest cannot pin more */
+#define P9_MAX_OPEN	1024		/* of them open, each a host fd */
+#define P9_XATTR_TOTAL	(4u << 20)	/* bytes held by xattr fids */
 #define P9_ERROR_SIZE	11		/* Rlerror: what any reply needs */
 
 struct p9_fid;
@@ -38,6 +40,8 @@ struct p9_server {
 	bool set_owner;			/* root: new files get the guest's ids */
 	uint32_t msize;			/* negotiated by Tversion */
 	unsigned int nr_fids;
+	unsigned int nr_open;		/* fids holding a host fd */
+	size_t xattr_bytes;		/* held by xattr fids */
 	struct p9_fid *fid_hash[256];
 	/* st_dev -> small index, so qid paths of two mounts never collide */
 	unsigned int nr_devs;

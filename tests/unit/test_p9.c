@@ -708,6 +708,39 @@ static void test_fid_limit(void **state)
 	clunk(100);
 }
 
+/* Open fids hold host fds and xattr fids memory: both are bounded. */
+static void test_open_and_xattr_limits(void **state)
+{
+	struct msg *m;
+	uint32_t i;
+	int ret = 0;
+
+	for (i = 0; i < P9_MAX_OPEN + 2 && ret >= 0; i++) {
+		ret = walk1(ROOT, 100 + i, "hello");
+		if (ret >= 0)
+			ret = lopen(100 + i, O_RDONLY);
+	}
+	assert_int_equal(ret, -EMFILE);
+	assert_int_equal(i, P9_MAX_OPEN + 1);
+	clunk(100);		/* one closed: one more may open */
+	assert_int_equal(lopen(100 + P9_MAX_OPEN, O_RDONLY), TLOPEN + 1);
+	for (i = 0; i <= P9_MAX_OPEN + 1; i++)
+		clunk(100 + i);
+	for (i = 0, ret = 0; i < 100 && ret >= 0; i++) {
+		assert_int_equal(walk1(ROOT, 200 + i, "hello"), 1);
+		m = start(TXATTRCREATE);
+		put(m, 200 + i, 4);
+		puts9(m, "user.big");
+		put(m, 65536, 8);
+		put(m, 0, 4);
+		ret = send(m);
+	}
+	assert_int_equal(ret, -ENOSPC);
+	assert_int_equal(i, P9_XATTR_TOTAL / 65536 + 1);
+	for (i = 0; i < 100; i++)
+		clunk(200 + i);
+}
+
 static void test_check_name(void **state)
 {
 	char longname[300];
@@ -742,6 +775,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_messages, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fid_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_and_xattr_limits,
+						setup, teardown),
 		cmocka_unit_test(test_check_name),
 	};
 
