@@ -70,11 +70,12 @@ static uint8_t *gunzip(const uint8_t *src, size_t len, size_t max,
 	return out;
 }
 
-char *doctor_kernel_config(const uint8_t *img, size_t len)
+/* The config between the markers in an uncompressed image. */
+static char *config_in(const uint8_t *img, size_t len)
 {
 	const uint8_t *start = memmem(img, len, "IKCFG_ST", 8), *end;
-	uint8_t *text;
-	size_t n;
+	size_t n, used;
+	uint8_t *text, *fit;
 
 	if (!start)
 		return NULL;
@@ -82,11 +83,52 @@ char *doctor_kernel_config(const uint8_t *img, size_t len)
 	end = memmem(start, len - (start - img), "IKCFG_ED", 8);
 	if (!end)
 		return NULL;
-	text = gunzip(start, end - start, CONFIG_MAX, &n, &n);
-	if (!text)
+	text = gunzip(start, end - start, CONFIG_MAX, &n, &used);
+	/* nothing came out: not a config after all */
+	fit = text && n ? realloc(text, n + 1) : NULL;
+	if (!fit) {
+		free(text);
 		return NULL;
-	text[n ? n - 1 : 0] = '\0';	/* a .config ends in a newline */
-	return (char *)text;
+	}
+	fit[n] = '\0';
+	return (char *)fit;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/*
+ * A bzImage keeps the kernel compressed (boot protocol: payload_offset
+ * and payload_length in the setup header, from the protected-mode code
+ * after the setup sectors); zlib reads a gzip'd one.
+ */
+static char *config_in_bzimage(const uint8_t *img, size_t len)
+{
+	size_t code, off, plen, n, used;
+	uint8_t *vmlinux;
+	char *config;
+
+	if (len < 0x250 || memcmp(img + 0x202, "HdrS", 4))
+		return NULL;
+	code = ((size_t)(img[0x1f1] ? img[0x1f1] : 4) + 1) * 512;
+	off = le32(img + 0x248);
+	plen = le32(img + 0x24c);
+	if (code > len || off > len - code || plen > len - code - off ||
+	    plen < 2 || img[code + off] != 0x1f || img[code + off + 1] != 0x8b)
+		return NULL;
+	vmlinux = gunzip(img + code + off, plen, INFLATE_MAX, &n, &used);
+	config = vmlinux ? config_in(vmlinux, n) : NULL;
+	free(vmlinux);
+	return config;
+}
+
+char *doctor_kernel_config(const uint8_t *img, size_t len)
+{
+	char *config = config_in(img, len);
+
+	return config ? config : config_in_bzimage(img, len);
 }
 
 const char *doctor_config_value(const char *config, const char *option,

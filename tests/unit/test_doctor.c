@@ -90,9 +90,33 @@ static void test_kernel_config(void **state)
 
 		memcpy(img + 100, junk, sizeof(junk) - 1);
 	}
-	cfg = doctor_kernel_config(img, len);
-	assert_true(!cfg || !*cfg);
+	assert_null(doctor_kernel_config(img, len));
+}
+
+/* The same kernel as a bzImage's gzip'd payload (boot protocol 2.08+). */
+static void test_config_in_a_bzimage(void **state)
+{
+	static uint8_t vmlinux[16384], img[65536];
+	size_t len = fake_kernel(vmlinux, true), zlen;
+	uint8_t *z = gzip(vmlinux, len, &zlen);
+	const size_t code = 5 * 512;
+	char *cfg, val[8];
+
+	memset(img, 0, sizeof(img));
+	img[0x1f1] = 4;				/* setup_sects */
+	memcpy(img + 0x202, "HdrS", 4);
+	img[0x248] = 0x40;			/* payload_offset */
+	memcpy(img + 0x24c, &(uint32_t){ zlen }, 4);
+	memcpy(img + code + 0x40, z, zlen);
+	cfg = doctor_kernel_config(img, code + 0x40 + zlen);
+	assert_non_null(cfg);
+	assert_string_equal(doctor_config_value(cfg, "CONFIG_VIRTIO_NET", val,
+						sizeof(val)), "m");
 	free(cfg);
+	/* a payload_length past the file: nothing read, no crash */
+	memcpy(img + 0x24c, &(uint32_t){ 0x7fffffff }, 4);
+	assert_null(doctor_kernel_config(img, code + 0x40 + zlen));
+	free(z);
 }
 
 /* An initramfs file: [gzip'd archive of mods1][plain archive of mods2]. */
@@ -259,6 +283,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kernel_config),
+		cmocka_unit_test(test_config_in_a_bzimage),
 		cmocka_unit_test(test_initrd_modules),
 		cmocka_unit_test(test_explain_with_config),
 		cmocka_unit_test(test_config_beside_the_kernel),
