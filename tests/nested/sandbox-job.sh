@@ -10,6 +10,7 @@
 #   sandbox-job.sh files    a file-heavy workload over 9p, against L1's own
 #   sandbox-job.sh rootdir  lkvm setup NAME; lkvm run -d NAME (9p root), rw, ro
 #   sandbox-job.sh doctor   what lkvm says of a missing module, a hidden console
+#   sandbox-job.sh balloon  lkvm balloon NAME --inflate 64 against Linux's driver
 #   sandbox-job.sh bench N  lkvm sandbox -- true and lkvm run, N times each
 #
 # Files: /l2/vmlinux, /l2/initrd, /l1/src.tar (a source tree).
@@ -146,6 +147,27 @@ doctor_job() {
 	fact doctor_console "$(echo "$err" | grep -c "its command line sends the console to tty0")"
 }
 
+# virtio-balloon with Linux's driver: a sandbox (named, --balloon) watches
+# its MemTotal; L1 inflates the balloon by 64 MiB through lkvm balloon.
+balloon_job() {
+	mkdir -p /tmp/sb-bal && cd /tmp/sb-bal || exit 1
+	: >out
+	$SB --balloon --name bal -- sh /l1/balloon-guest.sh >out 2>&1 &
+	pid=$!
+	i=0
+	while [ $i -lt 120 ] && ! grep -q '^before' out; do
+		sleep 1
+		i=$((i + 1))
+	done
+	lkvm balloon bal --inflate 64
+	fact balloon_cmd_rc $?
+	wait $pid
+	fact balloon_rc $?
+	cat out
+	fact balloon_before "$(sed -n 's/^before //p' out)"
+	fact balloon_after "$(sed -n 's/^after //p' out)"
+}
+
 # Seconds a command takes, to the millisecond, from /proc/uptime.
 elapsed() {
 	t0=$(cut -d' ' -f1 /proc/uptime)
@@ -170,6 +192,7 @@ overlay) overlay_job ;;
 files) files_job ;;
 rootdir) rootdir_job ;;
 doctor) doctor_job ;;
+balloon) balloon_job ;;
 bench) bench_job "${2:-10}" ;;
 *) echo "sandbox-job.sh: unknown job $what" >&2; exit 2 ;;
 esac

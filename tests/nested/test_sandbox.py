@@ -18,6 +18,9 @@ side is tests/nested/sandbox-job.sh; each job boots one or more sandboxes.
            the initramfs lacks virtio_blk (CONFIG_VIRTIO_BLK=m, from the
            config-VERSION beside vmlinuz-VERSION), and a kernel that
            panics with console=tty0 and so says nothing on lkvm's console
+  balloon  `lkvm balloon NAME --inflate 64` against a sandbox run with
+           --balloon: Linux's virtio_balloon gives the pages and its
+           MemTotal drops by 64 MiB
   files    a file-heavy workload (unpack a source tarball, checksum every
            file, rename and delete half of them) gives the same listings
            and checksums as the same workload run in L1 directly, and L1
@@ -73,6 +76,7 @@ def l1_files(work, kernel):
                                          "--modules-dir", kernel["modules"]),
         "/l1/src.tar": source_tarball(os.path.join(work, "src.tar")),
         "/l1/sandbox-job.sh": JOB,
+        "/l1/balloon-guest.sh": os.path.join(HERE, "balloon-guest.sh"),
         # Debian's layout, for the kernel doctor: the config beside it
         "/l2/boot/vmlinuz-" + kernel["version"]: kernel["bzimage"],
         "/l2/boot/config-" + kernel["version"]: os.path.join(
@@ -99,7 +103,7 @@ def l1(tmp_path_factory):
                        timeout=FILES_TIMEOUT + 60 if name == "files" else
                        JOB_TIMEOUT)
             for name in ("status", "user", "overlay", "files", "rootdir",
-                         "doctor")]
+                         "doctor", "balloon")]
     res = nested.run_l1(jobs, files, l1_kernel=kernel, workdir=work,
                         lkvm=lkvm)
     TIMINGS.append("sandbox: L1 %s in %.1f s; console log %s/console.log"
@@ -186,3 +190,11 @@ def test_kernel_doctor(l1):
     assert f.get("sb_doctor_blk") == "1", tail
     assert f.get("sb_doctor_console_rc") not in (None, "0"), tail
     assert f.get("sb_doctor_console") == "1", tail
+
+
+def test_balloon_with_linux(l1):
+    f, tail = facts(l1, "balloon")
+    assert f.get("sb_balloon_cmd_rc") == "0", tail
+    assert f.get("sb_balloon_rc") == "0", tail
+    drop = int(f["sb_balloon_before"]) - int(f["sb_balloon_after"])
+    assert 61440 <= drop <= 65536, (drop, tail)
