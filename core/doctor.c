@@ -6,17 +6,15 @@
  * anything.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "lkvm/doctor.h"
+#include "lkvm/file_map.h"
 #include "lkvm/util.h"
 
 #define INFLATE_MAX	(512u << 20)	/* an initramfs bigger than this: unread */
@@ -239,23 +237,6 @@ char *doctor_initrd_modules(const uint8_t *img, size_t len)
 	return l.names;
 }
 
-static uint8_t *map_file(const char *path, size_t *len)
-{
-	struct stat st;
-	void *p;
-	int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-
-	if (fd < 0)
-		return NULL;
-	p = fstat(fd, &st) || st.st_size <= 0 ? MAP_FAILED :
-	    mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
-		return NULL;
-	*len = st.st_size;
-	return p;
-}
-
 /*
  * A kernel without an embedded config may have one beside it: Debian's
  * /boot/config-VERSION next to vmlinuz-VERSION, or a build tree's .config
@@ -267,7 +248,7 @@ static char *config_beside(const char *kernel)
 	const char *base = strrchr(kernel, '/');
 	char path[PATH_MAX];
 	size_t dir, len = strlen(kernel), i;
-	uint8_t *text;
+	struct mapped_file f;
 	char *config;
 
 	base = base ? base + 1 : kernel;
@@ -283,32 +264,46 @@ static char *config_beside(const char *kernel)
 			snprintf(path, sizeof(path), "%.*s/.config",
 				 (int)(len - t), kernel);
 	}
-	if (!path[0] || !(text = map_file(path, &len)))
+	/* a guess: a file that is not there is no error of the user's */
+	if (!path[0] || access(path, R_OK) || map_file(path, "config", &f))
 		return NULL;
-	config = len < CONFIG_MAX ? strndup((const char *)text, len) : NULL;
-	munmap(text, len);
+	config = f.size < CONFIG_MAX ? strndup(f.data, f.size) : NULL;
+	unmap_file(&f);
 	return config;
+}
+
+struct doctor_files {
+	struct doctor *d;
+	const char *kernel, *initrd;
+};
+
+/* Under mapped_file_guard(): a file cut short while read is an error. */
+static int doctor_read(void *arg)
+{
+	struct doctor_files *r = arg;
+	struct mapped_file f;
+
+	if (r->kernel && !map_file(r->kernel, "kernel", &f)) {
+		r->d->config = doctor_kernel_config(f.data, f.size);
+		unmap_file(&f);
+	}
+	if (!r->d->config && r->kernel)
+		r->d->config = config_beside(r->kernel);
+	if (r->initrd && !map_file(r->initrd, "initrd", &f)) {
+		r->d->have_initrd = true;
+		r->d->modules = doctor_initrd_modules(f.data, f.size);
+		unmap_file(&f);
+	}
+	return 0;
 }
 
 struct doctor *doctor_open(const char *kernel, const char *initrd)
 {
 	struct doctor *d = calloc(1, sizeof(*d));
-	uint8_t *img;
-	size_t len;
+	struct doctor_files r = { d, kernel, initrd };
 
-	if (!d)
-		return NULL;
-	if ((img = map_file(kernel, &len))) {
-		d->config = doctor_kernel_config(img, len);
-		munmap(img, len);
-	}
-	if (!d->config && kernel)
-		d->config = config_beside(kernel);
-	if ((img = map_file(initrd, &len))) {
-		d->have_initrd = true;
-		d->modules = doctor_initrd_modules(img, len);
-		munmap(img, len);
-	}
+	if (d)
+		mapped_file_guard(doctor_read, &r);
 	return d;
 }
 
