@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -77,28 +76,6 @@ static void make_records(struct records *r, const char *cwd, int argc,
 		record(r, "arg", argv[a]);
 }
 
-static int copy_file(int dst, const char *path)
-{
-	struct stat st;
-	off_t off = 0;
-	int src = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (src < 0 || fstat(src, &st)) {
-		pr_err("initrd %s: %s", path, strerror(errno));
-		if (src >= 0)
-			close(src);
-		return -1;
-	}
-	while (off < st.st_size)
-		if (sendfile(dst, src, &off, st.st_size - off) <= 0) {
-			pr_err("initrd %s: %s", path, strerror(errno));
-			close(src);
-			return -1;
-		}
-	close(src);
-	return 0;
-}
-
 /* The initrd: cfg's, then lkvm's archive; its name in cfg->initrd. */
 static int make_initrd(struct vm_config *cfg, const struct records *r)
 {
@@ -109,7 +86,12 @@ static int make_initrd(struct vm_config *cfg, const struct records *r)
 		pr_err("memfd_create: %s", strerror(errno));
 		return -1;
 	}
-	if ((cfg->initrd && copy_file(fd, cfg->initrd)) || cpio_align(fd) ||
+	if (cfg->initrd && copy_file_into(fd, cfg->initrd)) {
+		pr_err("initrd %s: %s", cfg->initrd, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (cpio_align(fd) ||
 	    cpio_add(fd, "etc", S_IFDIR | 0755, NULL, 0) ||
 	    cpio_add(fd, "etc/lkvm", S_IFDIR | 0755, NULL, 0) ||
 	    cpio_add(fd, "init", S_IFREG | 0755, sandbox_init_start,

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,20 +49,12 @@ int setup_dir(const char *name, char *buf, size_t size)
 
 static int copy_exec(const char *src, const char *dst)
 {
-	struct stat st;
-	off_t off = 0;
-	int in = open(src, O_RDONLY | O_CLOEXEC), out = -1;
+	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	int ret = out < 0 ? -1 : copy_file_into(out, src);
 
-	if (in >= 0 && !fstat(in, &st))
-		out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
-	while (out >= 0 && off < st.st_size)
-		if (sendfile(out, in, &off, st.st_size - off) <= 0)
-			break;
-	if (in >= 0)
-		close(in);
 	if (out >= 0)
 		close(out);
-	return out >= 0 && off == st.st_size ? 0 : -1;
+	return ret;
 }
 
 /* A link in bin/ for every applet busybox --list names. */

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Number and clock helpers used by the CLI and the run loop. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lkvm/util.h"
 
@@ -62,4 +66,25 @@ void cond_deadline_in(struct timespec *ts, unsigned int ms)
 		ts->tv_sec++;
 		ts->tv_nsec -= 1000000000;
 	}
+}
+
+int copy_file_into(int dst, const char *path)
+{
+	struct stat st;
+	off_t off = 0;
+	int err = 0, src = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (src < 0)
+		return -1;
+	if (fstat(src, &st))
+		err = errno;
+	while (!err && off < st.st_size) {
+		ssize_t n = sendfile(dst, src, &off, st.st_size - off);
+
+		if (n <= 0)
+			err = n < 0 ? errno : EIO;	/* shrank under us */
+	}
+	close(src);
+	errno = err;
+	return err ? -1 : 0;
 }

@@ -127,6 +127,12 @@ int poll_timeout_ms(double deadline_ms, double now);
 struct timespec;
 void cond_deadline_in(struct timespec *ts, unsigned int ms);
 
+/*
+ * Append the whole file at path to dst (at dst's offset), by sendfile:
+ * 0, or -1 with errno set.
+ */
+int copy_file_into(int dst, const char *path);
+
 /* Parse an unsigned decimal number; false on junk, sign or overflow. */
 bool parse_u64(const char *s, uint64_t *val);
 
