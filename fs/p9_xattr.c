@@ -21,6 +21,22 @@
 #define XATTR_CREATE_FLAGS	(XATTR_CREATE | XATTR_REPLACE)
 
 /* The value (name non-empty) or name list of path's inode, malloc'd. */
+/* The value of name (the name list if empty) into buf, size bytes; -errno. */
+static ssize_t get_xattr(const char *proc, const char *name, void *buf,
+			 size_t size)
+{
+	ssize_t n = *name ? getxattr(proc, name, buf, size) :
+			    listxattr(proc, buf, size);
+
+	return n < 0 ? -errno : n;
+}
+
+/*
+ * The value (name non-empty) or name list of path's inode, malloc'd to
+ * its size. Linux asks for security.capability before every write: the
+ * size is asked first, so an attribute that is not there (the usual
+ * answer) costs one call and no allocation.
+ */
 static ssize_t fetch_xattr(struct p9_server *s, const char *path,
 			   const char *name, uint8_t **value)
 {
@@ -37,21 +53,17 @@ static ssize_t fetch_xattr(struct p9_server *s, const char *path,
 		return *name ? -ENODATA : 0;
 	}
 	p9_proc_path(fd, proc);
-	*value = malloc(P9_XATTR_MAX);
-	n = !*value ? -ENOMEM :
-	    *name ? getxattr(proc, name, *value, P9_XATTR_MAX) :
-		    listxattr(proc, (char *)*value, P9_XATTR_MAX);
-	if (n < 0 && *value)
-		n = errno == ERANGE ? -E2BIG : -errno;
+	n = get_xattr(proc, name, NULL, 0);
+	if (n > P9_XATTR_MAX)
+		n = -E2BIG;
+	if (n >= 0 && !(*value = malloc(n ? n : 1)))
+		n = -ENOMEM;
+	if (n > 0)
+		n = get_xattr(proc, name, *value, n);	/* ERANGE: it grew */
 	close(fd);
 	if (n < 0) {
 		free(*value);
 		*value = NULL;
-	} else {
-		/* held until clunked: only what the value needs */
-		uint8_t *fit = realloc(*value, n ? n : 1);
-
-		*value = fit ? fit : *value;
 	}
 	return n;
 }
