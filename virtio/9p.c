@@ -8,6 +8,7 @@
  * extra buffers after a short header, which the flat copy handles the
  * same way as any other split.
  */
+#include <endian.h>
 #include <linux/virtio_9p.h>
 #include <linux/virtio_ids.h>
 #include <stdlib.h>
@@ -32,7 +33,6 @@ struct virtio_9p {
 	struct virtio_device vdev;
 	struct iothread *iothread;	/* NULL when on a pool's */
 	bool stopped;
-	char tag[VIRTIO_9P_TAG_MAX + 1];
 	struct __attribute__((packed)) {
 		uint16_t tag_len;
 		char tag[VIRTIO_9P_TAG_MAX];
@@ -80,8 +80,9 @@ static void p9_write_stats(struct virtio_device *vdev, FILE *f)
 {
 	struct virtio_9p *p = vdev->priv;
 
-	fprintf(f, "\"tag\":\"%s\",\"read_only\":%s,\"errors\":%llu,"
-		"\"unanswerable\":%llu", p->tag, p->server.ro ? "true" : "false",
+	fprintf(f, "\"tag\":\"%.*s\",\"read_only\":%s,\"errors\":%llu,"
+		"\"unanswerable\":%llu", (int)le16toh(p->config.tag_len),
+		p->config.tag, p->server.ro ? "true" : "false",
 		(unsigned long long)p->server.errors,
 		(unsigned long long)p->unanswerable);
 }
@@ -106,7 +107,6 @@ struct virtio_9p *virtio_9p_create(struct vm *vm,
 		return NULL;
 	}
 	p9_server_init(&p->server, root_fd, ro);
-	memcpy(p->tag, tag, tag_len);
 	p->config.tag_len = htole16(tag_len);
 	memcpy(p->config.tag, tag, tag_len);
 	p->req = malloc(P9_MAX_MSIZE);
