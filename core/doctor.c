@@ -6,6 +6,7 @@
  * anything.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 
 struct doctor {
 	char *config;		/* the kernel's .config, or NULL */
+	bool config_embedded;	/* from the image, not a file beside it */
 	char *modules;		/* "\n"-separated module names, or NULL */
 	bool have_initrd;
 };
@@ -250,6 +252,7 @@ static char *config_beside(const char *kernel)
 	size_t dir, len = strlen(kernel), i;
 	struct mapped_file f;
 	char *config;
+	int fd;
 
 	base = base ? base + 1 : kernel;
 	dir = base - kernel;
@@ -264,8 +267,18 @@ static char *config_beside(const char *kernel)
 			snprintf(path, sizeof(path), "%.*s/.config",
 				 (int)(len - t), kernel);
 	}
-	/* a guess: a file that is not there is no error of the user's */
-	if (!path[0] || access(path, R_OK) || map_file(path, "config", &f))
+	/*
+	 * A guess: a file that is not there is no error of the user's, so
+	 * look before map_file() would complain. This runs at exit, under
+	 * the main thread's seccomp filter: open(), not access().
+	 */
+	if (!path[0])
+		return NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	close(fd);
+	if (map_file(path, "config", &f))
 		return NULL;
 	config = f.size < CONFIG_MAX ? strndup(f.data, f.size) : NULL;
 	unmap_file(&f);
@@ -285,6 +298,7 @@ static int doctor_read(void *arg)
 
 	if (r->kernel && !map_file(r->kernel, "kernel", &f)) {
 		r->d->config = doctor_kernel_config(f.data, f.size);
+		r->d->config_embedded = r->d->config != NULL;
 		unmap_file(&f);
 	}
 	if (!r->d->config && r->kernel)
@@ -337,7 +351,8 @@ static bool explain_one(const struct doctor *d, const char *kconfig,
 			NULL;
 
 	if (d->config && !v) {
-		snprintf(buf, size, "its kernel's embedded config has no %s",
+		snprintf(buf, size, "its kernel's %s has no %s",
+			 d->config_embedded ? "embedded config" : "config",
 			 kconfig);
 		return true;
 	}

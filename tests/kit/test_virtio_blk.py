@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import select
 import signal
 import struct
@@ -377,6 +378,24 @@ def test_blk_unused_disk_hint(tmp_path):
     assert len(hint) == 1, r
     assert str(img) in hint[0] and "CONFIG_VIRTIO_BLK" in hint[0] and \
         "CONFIG_VIRTIO_MMIO" in hint[0], r
+
+
+def test_blk_unused_disk_hint_reads_config_beside(tmp_path):
+    """A kernel named vmlinux-VERSION with config-VERSION beside it (as in
+    Debian's /boot): the hint at exit is read from that file, which lkvm
+    opens after its seccomp filter is in force."""
+    kernel = tmp_path / "vmlinux-9.9.9-kit"
+    shutil.copy(kit("exit.elf"), kernel)
+    (tmp_path / "config-9.9.9-kit").write_text(
+        "CONFIG_VIRTIO_MMIO=y\nCONFIG_VIRTIO_BLK=m\n")
+    img = make_image(tmp_path / "disk.img")
+    r = lkvm_run("-k", kernel, "-d", img, "-p", "status=0")
+    assert r.rc == 0, r
+    hint = [l for l in r.err_lines()
+            if "never initialised the virtio-blk disk" in l]
+    assert len(hint) == 1, r
+    assert "CONFIG_VIRTIO_BLK=m, and it has no initramfs to load " \
+        "virtio_blk from" in hint[0], r
 
 
 def test_blk_second_disk(tmp_path):
