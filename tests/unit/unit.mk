@@ -33,6 +33,9 @@ $(BUILD)/tests/unit/test_virtio_transport $(BUILD)/tests/unit/test_rtc \
 $(BUILD)/tests/unit/test_console $(BUILD)/tests/unit/test_acpi_pm \
 $(BUILD)/tests/unit/test_boot_profile $(BUILD)/tests/unit/test_control: \
 	$(BUILD)/tests/unit/fake_vm.o
+# The arm64 board's pure parts, tested on any host (arm/ is not in an x86
+# liblkvm.a).
+$(BUILD)/tests/unit/test_arm_image: $(BUILD)/arm/image.o
 
 # Every binary runs even after a failure, so one report shows them all.
 check-unit: $(UNIT_BINS)
