@@ -18,7 +18,7 @@ make targets in tests/*/*.mk through this script, which
     print every tier and fail when an expected one never reported.
 
     tests/tier.py run [--needs-kvm] [--sanitize] NAME PYTEST-ARGS...
-    tests/tier.py run [--sanitize] --cmocka NAME BINARY...
+    tests/tier.py run [--sanitize] --cmocka [--runner CMD] NAME BINARY...
     tests/tier.py summary [--expect NAME...]
     tests/tier.py reset
     tests/tier.py exec [--needs-kvm] NAME COMMAND...
@@ -38,6 +38,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -165,10 +166,12 @@ def read_cmocka(text, out):
             out.failed += 1
 
 
-def run_cmocka(binaries, out):
+def run_cmocka(binaries, out, runner=""):
+    """runner: a command line each binary runs under (qemu-user for the
+    cross-built arm64 ones, which binfmt_misc is not set up to start)."""
     for b in binaries:
         print("== %s" % b, flush=True)
-        p = subprocess.run([b], stdout=subprocess.PIPE,
+        p = subprocess.run(shlex.split(runner) + [b], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
         sys.stdout.write(p.stdout)
         before = out.failed
@@ -228,7 +231,7 @@ def run_tier(args):
     start = time.monotonic()
     print("tier %s: running on %s" % (name, label), flush=True)
     if args.cmocka:
-        run_cmocka(args.command, out)
+        run_cmocka(args.command, out, args.runner)
     else:
         junit = junit_path(name)
         env = dict(os.environ, LKVM=lkvm)
@@ -311,6 +314,7 @@ def main():
     r.add_argument("--needs-kvm", action="store_true")
     r.add_argument("--sanitize", action="store_true")
     r.add_argument("--cmocka", action="store_true")
+    r.add_argument("--runner", default="")
     r.add_argument("command", nargs=argparse.REMAINDER)
     s = sub.add_parser("summary")
     s.add_argument("--expect", nargs="*")
