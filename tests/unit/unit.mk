@@ -36,6 +36,7 @@ $(BUILD)/tests/unit/test_boot_profile $(BUILD)/tests/unit/test_control: \
 # The arm64 board's pure parts, tested on any host (arm/ is not in an x86
 # liblkvm.a).
 $(BUILD)/tests/unit/test_arm_image: $(BUILD)/arm/image.o
+$(BUILD)/tests/unit/test_arm_board: $(BUILD)/arm/board.o
 
 # Every binary runs even after a failure, so one report shows them all.
 check-unit: $(UNIT_BINS)
