@@ -12,6 +12,13 @@
 #include "lkvm/irq.h"
 #include "lkvm/util.h"
 
+/* arm64's <asm/kvm.h> values, for the unit tests built on other hosts */
+#ifndef KVM_ARM_IRQ_TYPE_SHIFT
+#define KVM_ARM_IRQ_TYPE_SHIFT	24
+#define KVM_ARM_IRQ_NUM_SHIFT	0
+#define KVM_ARM_IRQ_TYPE_SPI	1
+#endif
+
 /*
  * The UART is a 16550 on the MMIO bus, found through the device tree's
  * stdout-path; one port, so the 8250 driver does not probe three more.
@@ -46,6 +53,16 @@ void arch_pci_bar_window(uint64_t *mmio_base, uint64_t *io_base)
 {
 	*mmio_base = ARM_PCI_MMIO_BASE;
 	*io_base = 0x1000;
+}
+
+/*
+ * KVM_IRQ_LINE on arm64 names the interrupt's type and INTID in its irq
+ * field (Documentation/virt/kvm/api.rst); lkvm's lines are all SPIs.
+ */
+uint32_t arch_irq_line(unsigned int gsi)
+{
+	return KVM_ARM_IRQ_TYPE_SPI << KVM_ARM_IRQ_TYPE_SHIFT |
+	       (gsi + 32) << KVM_ARM_IRQ_NUM_SHIFT;
 }
 
 /* The swizzle the device tree's interrupt-map describes. */

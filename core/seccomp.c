@@ -163,6 +163,10 @@ static const struct sc_rule main_rules[] = {
 	IOCTL(TUNSETOFFLOAD), IOCTL(TUNSETQUEUE),
 	/* where each vCPU stopped, after --timeout, and lkvm debug --dump */
 	IOCTL(KVM_GET_MP_STATE), IOCTL(KVM_GET_REGS), IOCTL(KVM_GET_SREGS),
+#ifdef __aarch64__
+	/* arm64 reads each register on its own */
+	IOCTL(KVM_GET_ONE_REG),
+#endif
 	/* the control socket: a client at a time; removed at the end */
 	ALLOW(accept4), ALLOW(sendto), ALLOW(unlink), ALLOW(unlinkat),
 };

@@ -364,7 +364,7 @@ void vm_coalesce_pio(struct vm *vm, uint16_t port, uint32_t size)
 
 void vm_irq_line(struct vm *vm, unsigned int gsi, int level)
 {
-	struct kvm_irq_level irq = { .irq = gsi, .level = level };
+	struct kvm_irq_level irq = { .irq = arch_irq_line(gsi), .level = level };
 
 	if (vm_ioctl(vm, KVM_IRQ_LINE, &irq) < 0)
 		pr_warn_once("KVM_IRQ_LINE %u: %s", gsi, strerror(errno));

@@ -274,7 +274,8 @@ static const struct bus_ops serial_ops = {
 	.write = serial_write,
 };
 
-int serial_init(struct vm *vm, uint16_t port, unsigned int irq)
+int serial_init(struct vm *vm, struct bus *bus, uint64_t base,
+		unsigned int irq)
 {
 	struct serial *s = vm_zalloc(vm, sizeof(*s));
 
@@ -288,5 +289,5 @@ int serial_init(struct vm *vm, uint16_t port, unsigned int irq)
 	console_set_sink(serial_console_input, serial_console_break, s);
 	if (console_add_room_notify(serial_console_room, s))
 		return -1;
-	return bus_register(&vm->pio, port, 8, &s->dev);
+	return bus_register(bus, base, 8, &s->dev);
 }

@@ -133,7 +133,7 @@ int arch_devices_init(struct vm *vm)
 {
 	struct arch_vm *arch = vm->arch;
 
-	if (serial_init(vm, X86_PORT_COM1, X86_IRQ_COM1) ||
+	if (serial_init(vm, &vm->pio, X86_PORT_COM1, X86_IRQ_COM1) ||
 	    i8042_init(vm, X86_PORT_I8042_DATA, X86_PORT_I8042_CMD) ||
 	    rtc_init(vm, X86_PORT_RTC, arch->ram_below_4g, arch->ram_above_4g) ||
 	    post_init(vm, X86_PORT_POST) ||
@@ -218,6 +218,12 @@ void arch_pci_bar_window(uint64_t *mmio_base, uint64_t *io_base)
 {
 	*mmio_base = X86_PCI_MMIO_START;
 	*io_base = X86_PCI_IO_START;
+}
+
+/* KVM_IRQ_LINE takes the GSI itself: PIC and IOAPIC pins per the routes. */
+uint32_t arch_irq_line(unsigned int gsi)
+{
+	return gsi;
 }
 
 /* The swizzle the DSDT's _PRT describes: slot + pin over GSIs 16-19. */

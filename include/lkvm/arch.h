@@ -61,6 +61,9 @@ void arch_pci_bar_window(uint64_t *mmio_base, uint64_t *io_base);
 /* The GSI of a PCI slot's interrupt pin (0 = INTA), as the DSDT routes it. */
 uint32_t arch_pci_intx_gsi(unsigned int slot, unsigned int pin);
 
+/* KVM_IRQ_LINE's irq field for an irqchip GSI (arm64 encodes the type). */
+uint32_t arch_irq_line(unsigned int gsi);
+
 /* true when this /dev/kvm cannot run guests at hardware speed */
 int arch_kvm_is_software(int kvm_fd);
 

@@ -9,10 +9,15 @@
 
 #include <stdint.h>
 
+struct bus;
 struct vm;
 
-/* 16550A UART wired to the host console; irq is a GSI of the irqchip. */
-int serial_init(struct vm *vm, uint16_t port, unsigned int irq);
+/*
+ * 16550A UART wired to the host console, its 8 byte-wide registers at
+ * base on bus (the PC's I/O ports, or MMIO); irq is a GSI of the irqchip.
+ */
+int serial_init(struct vm *vm, struct bus *bus, uint64_t base,
+		unsigned int irq);
 /* PS/2 controller: enough for Linux's probe and the reset line. */
 int i8042_init(struct vm *vm, uint16_t data_port, uint16_t cmd_port);
 /* MC146818 CMOS real-time clock and NVRAM; nvram gets the memory sizes. */

@@ -132,6 +132,14 @@ static void test_default_routes(void **state)
 	assert_int_equal(arch_irq_default_routes(e, 3), 3);
 }
 
+/* KVM_IRQ_LINE's field: type SPI (1) in bits 24-27, INTID = SPI + 32 */
+static void test_irq_line(void **state)
+{
+	assert_int_equal(arch_irq_line(ARM_SPI_UART), 0x01000000 | 33);
+	assert_int_equal(arch_irq_line(ARM_SPI_VIRTIO_MMIO + 31),
+			 0x01000000 | (32 + 16 + 31));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -140,6 +148,7 @@ int main(void)
 		cmocka_unit_test(test_mmio_slots),
 		cmocka_unit_test(test_pci),
 		cmocka_unit_test(test_default_routes),
+		cmocka_unit_test(test_irq_line),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

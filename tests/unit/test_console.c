@@ -86,7 +86,7 @@ static void child_setup(struct child *c, bool nonblocking_out)
 		CHILD_CHECK(fcntl(STDOUT_FILENO, F_SETFL, O_NONBLOCK) == 0);
 	c->rd = p[0];
 	CHILD_CHECK(fake_vm_init(&c->vm, 0, 1) == 0);
-	CHILD_CHECK(serial_init(&c->vm.vm, COM1, COM1_IRQ) == 0);
+	CHILD_CHECK(serial_init(&c->vm.vm, &c->vm.vm.pio, COM1, COM1_IRQ) == 0);
 	CHILD_CHECK(console_init() == 0);
 }
 
