@@ -33,6 +33,7 @@ enum {
 	OPT_STATS,
 	OPT_REBOOT,
 	OPT_TRANSPORT,
+	OPT_IRQCHIP,
 	OPT_NO_IOEVENTFD,
 	OPT_RNG,
 	OPT_BALLOON,
@@ -61,6 +62,7 @@ static const struct option run_options[] = {
 	{ "disk",	required_argument, NULL, 'd' },
 	{ "network",	required_argument, NULL, 'n' },
 	{ "virtio-transport", required_argument, NULL, OPT_TRANSPORT },
+	{ "irqchip",	required_argument, NULL, OPT_IRQCHIP },
 	{ "no-ioeventfd", no_argument,	   NULL, OPT_NO_IOEVENTFD },
 	{ "rng",	no_argument,	   NULL, OPT_RNG },
 	{ "balloon",	no_argument,	   NULL, OPT_BALLOON },
@@ -131,8 +133,12 @@ void cli_usage_run(void)
 "                        getrandom() (the guest's /dev/hwrng)\n"
 "      --virtio-transport pci|pci-legacy|mmio\n"
 "                        how virtio devices appear: modern virtio-pci with\n"
-"                        MSI-X (default), legacy virtio-pci (I/O BAR,\n"
-"                        INTx) for old kernels, or virtio-mmio (in ACPI)\n"
+"                        MSI-X (x86's default), legacy virtio-pci (I/O BAR,\n"
+"                        INTx) for old kernels, or virtio-mmio (in ACPI;\n"
+"                        in the device tree, arm64's only one so far)\n"
+"      --irqchip gicv3|gicv2\n"
+"                        arm64: the interrupt controller (default gicv3,\n"
+"                        with an ITS for MSIs); not on x86\n"
 "      --no-ioeventfd    serve queue notifies in vCPU threads (to measure\n"
 "                        what ioeventfd saves); no polling then\n"
 "      --poll off|auto|on[,max_us=N][,start_rate=N][,stop_idle_ms=N]\n"
@@ -463,6 +469,20 @@ static int parse_transport(const char *arg, enum virtio_transport *t)
 	return -1;
 }
 
+static int parse_irqchip(const char *arg, enum vm_irqchip *chip)
+{
+	if (!strcmp(arg, "gicv3")) {
+		*chip = VM_IRQCHIP_GICV3;
+		return 0;
+	}
+	if (!strcmp(arg, "gicv2")) {
+		*chip = VM_IRQCHIP_GICV2;
+		return 0;
+	}
+	pr_err("--irqchip '%s': expected gicv3 or gicv2", arg);
+	return -1;
+}
+
 /* --append, repeatable: the words of every one, in order. */
 static int append_params(struct vm_config *cfg, const char *words)
 {
@@ -518,6 +538,8 @@ static int parse_option(int opt, struct vm_config *cfg)
 		return disk_parse_option(optarg, &cfg->disks[cfg->nr_disks++]);
 	case OPT_TRANSPORT:
 		return parse_transport(optarg, &cfg->transport);
+	case OPT_IRQCHIP:
+		return parse_irqchip(optarg, &cfg->irqchip);
 	case OPT_POLL:
 		return virtio_poll_parse(optarg, &cfg->poll);
 	case OPT_IOTHREADS:
@@ -622,7 +644,7 @@ enum cli_result cli_parse_run(int argc, char **argv, struct vm_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->mem_mib = DEFAULT_MEM_MIB;
 	cfg->nr_cpus = 1;
-	cfg->transport = VIRTIO_TRANSPORT_PCI;
+	cfg->transport = arch_default_transport;
 	virtio_poll_config_default(&cfg->poll);
 	optind = 0;	/* 0: glibc re-initialises fully, so tests can parse twice */
 	opterr = 0;

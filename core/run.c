@@ -157,11 +157,16 @@ static int build_vm(struct vm *vm, struct vm_inputs *in)
 	unsigned int n;
 
 	n = arch_ram_layout(vm->cfg->mem_mib * MiB, ranges);
+	/*
+	 * vCPUs before devices: arm64's vGIC is initialised only once every
+	 * vCPU exists, and KVM takes no irqfd before that. Their entry
+	 * state waits for the guest to be loaded.
+	 */
 	if (arch_vm_init(vm) ||
 	    vm_setup_ram(vm, (const uint64_t (*)[2])ranges, n) ||
-	    irq_init(vm) || arch_devices_init(vm) ||
+	    irq_init(vm) || vcpus_create(vm) || arch_devices_init(vm) ||
 	    devices_create(vm, in) || vm_inputs_load_guest(in, vm) ||
-	    vcpus_create(vm))
+	    vcpus_boot(vm))
 		return -1;
 	return 0;
 }

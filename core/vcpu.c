@@ -107,6 +107,16 @@ int vcpus_create(struct vm *vm)
 	return 0;
 }
 
+int vcpus_boot(struct vm *vm)
+{
+	unsigned int i;
+
+	for (i = 0; i < vm->nr_vcpus; i++)
+		if (arch_vcpu_boot(&vm->vcpus[i]))
+			return -1;
+	return 0;
+}
+
 static void vcpu_handle_io(struct vcpu *vcpu)
 {
 	struct kvm_run *run = vcpu->run;

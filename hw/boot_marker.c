@@ -19,7 +19,7 @@ static const struct bus_ops boot_marker_ops = {
 	.write = boot_marker_write,
 };
 
-int boot_marker_init(struct vm *vm, uint16_t port)
+int boot_marker_init(struct vm *vm, struct bus *bus, uint64_t base)
 {
 	struct bus_dev *dev = vm_zalloc(vm, sizeof(*dev));
 
@@ -28,5 +28,5 @@ int boot_marker_init(struct vm *vm, uint16_t port)
 	*dev = (struct bus_dev) {
 		.name = "boot-marker", .ops = &boot_marker_ops, .priv = vm,
 	};
-	return bus_register(&vm->pio, port, 1, dev);
+	return bus_register(bus, base, 1, dev);
 }

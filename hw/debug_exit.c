@@ -18,7 +18,7 @@ static const struct bus_ops debug_exit_ops = {
 	.write = debug_exit_write,
 };
 
-int debug_exit_init(struct vm *vm, uint16_t port)
+int debug_exit_init(struct vm *vm, struct bus *bus, uint64_t base)
 {
 	struct bus_dev *dev = vm_zalloc(vm, sizeof(*dev));
 
@@ -27,5 +27,5 @@ int debug_exit_init(struct vm *vm, uint16_t port)
 	*dev = (struct bus_dev) {
 		.name = "debug-exit", .ops = &debug_exit_ops, .priv = vm,
 	};
-	return bus_register(&vm->pio, port, 1, dev);
+	return bus_register(bus, base, 1, dev);
 }

@@ -44,6 +44,8 @@
 const char arch_default_params[] =
 	"console=ttyS0 panic=-1 pci=noearly no_timer_check 8250.nr_uarts=1";
 
+const enum virtio_transport arch_default_transport = VIRTIO_TRANSPORT_PCI;
+
 unsigned int arch_ram_layout(uint64_t ram_bytes,
 			     uint64_t ranges[ARCH_MAX_RAM_RANGES][2])
 {
@@ -137,8 +139,8 @@ int arch_devices_init(struct vm *vm)
 	    i8042_init(vm, X86_PORT_I8042_DATA, X86_PORT_I8042_CMD) ||
 	    rtc_init(vm, X86_PORT_RTC, arch->ram_below_4g, arch->ram_above_4g) ||
 	    post_init(vm, X86_PORT_POST) ||
-	    debug_exit_init(vm, X86_PORT_DEBUG_EXIT) ||
-	    boot_marker_init(vm, BOOT_MARKER_PORT) ||
+	    debug_exit_init(vm, &vm->pio, X86_PORT_DEBUG_EXIT) ||
+	    boot_marker_init(vm, &vm->pio, BOOT_MARKER_PORT) ||
 	    pvpanic_init(vm, X86_PORT_PVPANIC) ||
 	    acpi_pm_init(vm, X86_PORT_PM1A_EVT, X86_PORT_PM1A_CNT,
 			 X86_PORT_PM_TMR, X86_IRQ_SCI, X86_SLP_TYP_S5) ||

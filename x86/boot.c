@@ -126,6 +126,11 @@ struct arch_guest *arch_guest_open(const struct vm_config *cfg)
 		return NULL;
 	}
 	g->path = cfg->firmware ? cfg->firmware : cfg->kernel;
+	if (cfg->irqchip != VM_IRQCHIP_DEFAULT) {
+		pr_err("--irqchip chooses arm64's GIC; an x86 VM has the PC's PIC and IOAPIC");
+		free(g);
+		return NULL;
+	}
 	if (cfg->firmware)
 		ret = x86_firmware_open(g, cfg->firmware, below_4g);
 	else

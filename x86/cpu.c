@@ -488,10 +488,15 @@ int arch_vcpu_init(struct vcpu *vcpu)
 	if (vcpu_set_cpuid(vcpu) || vcpu_set_msrs(vcpu) ||
 	    vcpu_set_lapic(vcpu) || vcpu_set_fpu(vcpu) || vcpu_set_xcr0(vcpu))
 		return -1;
-	/*
-	 * Application processors wait in the kernel for INIT/SIPI; the boot
-	 * vCPU under firmware starts from the reset state KVM gave it.
-	 */
+	return 0;
+}
+
+/*
+ * Application processors wait in the kernel for INIT/SIPI; the boot vCPU
+ * under firmware starts from the reset state KVM gave it.
+ */
+int arch_vcpu_boot(struct vcpu *vcpu)
+{
 	if (vcpu->id != 0 || vcpu->vm->arch->mode == X86_BOOT_FIRMWARE)
 		return 0;
 	return vcpu_set_entry_state(vcpu);

@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include "lkvm/virtio/transport.h"
+
 struct vm;
 struct vcpu;
 struct kvm_run;
@@ -40,7 +42,10 @@ int arch_devices_init(struct vm *vm);
 struct arch_guest *arch_guest_open(const struct vm_config *cfg);
 void arch_guest_close(struct arch_guest *guest);
 int arch_load_guest(struct vm *vm, const struct arch_guest *guest);
+/* At KVM_CREATE_VCPU, before any device: the CPU's identity and state. */
 int arch_vcpu_init(struct vcpu *vcpu);
+/* Once the guest is loaded: where it starts (the boot vCPU's entry). */
+int arch_vcpu_boot(struct vcpu *vcpu);
 /* A stopped vCPU's whereabouts for a person: instruction pointer and mode. */
 void arch_vcpu_where(struct vcpu *vcpu, char *buf, size_t size);
 /* Its registers, several lines, for `lkvm debug --dump` (not in KVM_RUN). */
@@ -69,5 +74,7 @@ int arch_kvm_is_software(int kvm_fd);
 
 /* The default console device name and command line for a kernel. */
 extern const char arch_default_params[];
+/* How virtio devices appear when --virtio-transport is not given. */
+extern const enum virtio_transport arch_default_transport;
 
 #endif

@@ -55,6 +55,7 @@ struct boot_profile {
 	unsigned int line_len;
 };
 
+struct bus;
 struct vm;
 
 /* The clock's zero: lkvm's start, or this boot's when it reboots. */
@@ -69,6 +70,6 @@ void boot_profile_console(struct vm *vm, uint8_t c);
 const char *boot_mark_name(enum boot_mark m);
 void boot_profile_write_json(struct vm *vm, FILE *f);
 void boot_profile_print(struct vm *vm);
-int boot_marker_init(struct vm *vm, uint16_t port);
+int boot_marker_init(struct vm *vm, struct bus *bus, uint64_t base);
 
 #endif

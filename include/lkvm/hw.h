@@ -24,7 +24,7 @@ int i8042_init(struct vm *vm, uint16_t data_port, uint16_t cmd_port);
 int rtc_init(struct vm *vm, uint16_t port, uint64_t ram_below_4g,
 	     uint64_t ram_above_4g);
 /* A byte written here ends the VM with that byte as lkvm's exit status. */
-int debug_exit_init(struct vm *vm, uint16_t port);
+int debug_exit_init(struct vm *vm, struct bus *bus, uint64_t base);
 /* POST code port: writes are kept, used by Linux as an I/O delay. */
 int post_init(struct vm *vm, uint16_t port);
 /* ACPI fixed hardware: PM1a event/control blocks and the PM timer. */

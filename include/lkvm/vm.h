@@ -42,6 +42,13 @@ struct share_config {
 };
 #define LKVM_MAX_NICS		4
 
+/* --irqchip; the default is the arch's (the PC's, or a GICv3). */
+enum vm_irqchip {
+	VM_IRQCHIP_DEFAULT,
+	VM_IRQCHIP_GICV3,
+	VM_IRQCHIP_GICV2,
+};
+
 /* What the user asked for; filled by the CLI, read-only afterwards. */
 struct vm_config {
 	const char *kernel;
@@ -66,6 +73,7 @@ struct vm_config {
 	struct share_config shares[LKVM_MAX_SHARES];
 	bool root_share;		/* -d DIR: shares[0] is the root fs */
 	enum virtio_transport transport;
+	enum vm_irqchip irqchip;	/* --irqchip: arm64's GIC version */
 	bool rng;			/* --rng: a virtio-rng device */
 	bool balloon;			/* --balloon: a virtio-balloon device */
 	bool virtio_console;		/* --console virtio: hvc0, and input
@@ -250,6 +258,8 @@ int vm_setup_ram(struct vm *vm, const uint64_t (*ranges)[2],
 void vm_destroy(struct vm *vm);
 
 int vcpus_create(struct vm *vm);
+/* After the guest is loaded: each vCPU's entry state (arch_vcpu_boot). */
+int vcpus_boot(struct vm *vm);
 int vcpus_start(struct vm *vm);
 /* vcpus_stop() ends the vCPU threads; vcpus_destroy() also frees the vCPUs. */
 void vcpus_stop(struct vm *vm);

@@ -424,6 +424,20 @@ def test_bad_transport():
                                "usb"]), "--virtio-transport", "usb")
 
 
+@pytest.mark.parametrize("value", ["gicv4", "", "v3"])
+def test_bad_irqchip(value):
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "--irqchip", value]),
+                          "--irqchip")
+
+
+@pytest.mark.parametrize("value", ["gicv3", "gicv2"])
+def test_irqchip_on_x86(value):
+    """arm64's GIC choice on an x86 VM is refused before /dev/kvm is
+    opened, not ignored."""
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "--irqchip", value]),
+                          "--irqchip", "x86")
+
+
 # User-mode networking (-n user): the parser's and libslirp's refusals.
 @pytest.mark.parametrize("net", [
     "mode=user,hostfwd=tcp::0-:22", "mode=user,hostfwd=tcp::2222",
