@@ -6,6 +6,8 @@
 #   make bench           print benchmark figures
 #   make SANITIZE=1 ...  the same with ASan + UBSan, built in build/sanitize
 #                        (the VMM is then build/sanitize/lkvm)
+#   make ARCH=arm64      a static arm64 VMM, build/arm64/lkvm (cross-built
+#                        with aarch64-linux-gnu- on other hosts)
 #
 # Objects go to $(BUILD); sub-parts add themselves through the *.mk
 # fragments included below, appending to ALL_TARGETS, CHECK_TARGETS,
@@ -33,7 +35,31 @@ CFLAGS	+= -I$(GEN_DIR)
 SLIRP_CFLAGS := $(shell pkg-config --cflags slirp 2>/dev/null || \
 		  echo -I/usr/include/slirp)
 
-ifeq ($(SANITIZE),1)
+# The arch folder the board comes from: x86 (x86_64) or arm (arm64).
+HOST_ARCH := $(shell uname -m | sed -e 's/aarch64/arm64/')
+ARCH	?= $(HOST_ARCH)
+ifeq ($(ARCH),arm64)
+ARCH_DIR := arm
+else ifeq ($(ARCH),x86_64)
+ARCH_DIR := x86
+else
+$(error ARCH=$(ARCH): lkvm builds for x86_64 or arm64)
+endif
+
+ifneq ($(ARCH),$(HOST_ARCH))
+# Cross-built: static, against the arm64 Debian libraries that
+# scripts/arm64-sysroot.sh unpacks (installing them would replace the
+# host's own -dev packages).
+CROSS_COMPILE ?= aarch64-linux-gnu-
+CC	:= $(CROSS_COMPILE)gcc
+AR	:= $(CROSS_COMPILE)ar
+SYSROOT	:= $(or $(LKVM_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/lkvm)/arm64-sysroot
+CFLAGS	+= -isystem $(SYSROOT)/usr/include
+LDFLAGS	+= -static -L$(SYSROOT)/usr/lib/aarch64-linux-gnu
+BUILD	:= build/$(ARCH)
+LKVM_BIN := $(BUILD)/lkvm
+GUEST_INIT := $(BUILD)/guest/init/init
+else ifeq ($(SANITIZE),1)
 BUILD	:= build/sanitize
 CFLAGS	+= -fsanitize=address,undefined -fno-omit-frame-pointer \
 	   -fno-sanitize-recover=undefined
@@ -47,12 +73,22 @@ export LKVM := $(abspath $(LKVM_BIN))
 export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 
+GUEST_INIT ?= guest/init/init
+ifeq ($(ARCH),arm64)
+LDLIBS	+= -lfdt
+endif
+
 # The VMM proper: every C file in these folders; main.c is the only entry.
-LIB_SRCS := $(sort $(wildcard core/*.c disk/*.c fs/*.c hw/*.c net/*.c virtio/*.c x86/*.c))
+LIB_SRCS := $(sort $(wildcard core/*.c disk/*.c fs/*.c hw/*.c net/*.c virtio/*.c $(ARCH_DIR)/*.c))
 LIB_SRCS := $(filter-out core/main.c,$(LIB_SRCS))
+ifeq ($(ARCH),$(HOST_ARCH))
+$(BUILD)/net/backend.o: CFLAGS += -DCONFIG_SLIRP
+else
+# A cross build is static, like lkvm.static: no libslirp to dlopen.
+LIB_SRCS := $(filter-out net/slirp.c net/slirp_lib.c,$(LIB_SRCS))
+endif
 LIB_OBJS := $(addprefix $(BUILD)/,$(LIB_SRCS:.c=.o))
 $(BUILD)/net/slirp.o $(BUILD)/net/slirp_lib.o: CFLAGS += $(SLIRP_CFLAGS)
-$(BUILD)/net/backend.o: CFLAGS += -DCONFIG_SLIRP
 LIBLKVM  := $(BUILD)/liblkvm.a
 
 ALL_TARGETS	:= $(LKVM_BIN)
@@ -68,9 +104,9 @@ $(LIBLKVM): $(LIB_OBJS)
 
 # lkvm sandbox boots into guest/init/init, which lkvm carries inside.
 SANDBOX_INIT := $(BUILD)/core/sandbox_init.o
-$(SANDBOX_INIT): core/sandbox_init.S guest/init/init
+$(SANDBOX_INIT): core/sandbox_init.S $(GUEST_INIT)
 	@mkdir -p $(dir $@)
-	$(CC) -c -o $@ $<
+	$(CC) -DGUEST_INIT='"$(GUEST_INIT)"' -c -o $@ $<
 
 $(LKVM_BIN): $(BUILD)/core/main.o $(SANDBOX_INIT) $(LIBLKVM)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -100,6 +136,16 @@ $(GEN_DIR)/syscall_names.h:
 		> $@.tmp && mv $@.tmp $@
 
 -include $(sort $(wildcard guest/*/*.mk guest/*/*/*.mk tests/*/*.mk))
+
+ifneq ($(ARCH),$(HOST_ARCH))
+# A cross build makes the VMM and the init it carries; the tests and the
+# guests they boot are the host's (tests/unit/arm64.mk runs arm/'s tests).
+ALL_TARGETS := $(LKVM_BIN)
+$(GUEST_INIT): guest/init/init.c guest/init/sandbox.c guest/init/sandbox.h
+	@mkdir -p $(dir $@)
+	$(CC) $(GUEST_INIT_CFLAGS) -static -s -o $@ $(filter %.c,$^)
+$(LIB_OBJS) $(BUILD)/core/main.o: | arm64-sysroot
+endif
 
 .PHONY: build-all
 build-all: $(ALL_TARGETS)

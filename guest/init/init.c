@@ -47,7 +47,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
 #include <sys/io.h>
+#endif
+#include <sys/mman.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
@@ -60,8 +63,17 @@
 
 #include "sandbox.h"
 
-#define DEBUG_EXIT_PORT	0x501
+/*
+ * lkvm's debug-exit and boot-marker registers: I/O ports on x86, bytes
+ * of MMIO on arm64 (include/lkvm/arm/layout.h), reached through /dev/mem.
+ */
+#if defined(__aarch64__)
+#define DEBUG_EXIT_PORT		0x09010000UL
+#define BOOT_MARKER_PORT	0x09010001UL
+#else
+#define DEBUG_EXIT_PORT		0x501
 #define BOOT_MARKER_PORT	0x502	/* include/lkvm/boot_profile.h */
+#endif
 #define CMDLINE_MAX	4096
 #define MAX_ARGS	64
 
@@ -557,6 +569,25 @@ static void kill_all(void)
 		;
 }
 
+#if defined(__aarch64__)
+/* One byte to a device register; false (errno set) if it could not be. */
+static bool port_write(unsigned long addr, uint8_t value)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	int fd = open("/dev/mem", O_RDWR | O_SYNC | O_CLOEXEC);
+	volatile uint8_t *p;
+
+	if (fd < 0)
+		return false;
+	p = mmap(NULL, page, PROT_WRITE, MAP_SHARED, fd, addr & ~(page - 1));
+	close(fd);
+	if (p == MAP_FAILED)
+		return false;
+	p[addr & (page - 1)] = value;
+	munmap((void *)p, page);
+	return true;
+}
+#else
 static sigjmp_buf port_fault_jmp;
 
 static void port_fault(int sig)
@@ -591,6 +622,7 @@ static bool port_write(uint16_t port, uint8_t value)
 	ioperm(port, 1, 0);
 	return done;
 }
+#endif
 
 /*
  * lkvm's boot profile marks the moment user space began (--boot-profile):
@@ -605,8 +637,8 @@ static void boot_marker(void)
 static void debug_exit(int status)
 {
 	if (!port_write(DEBUG_EXIT_PORT, status & 0xff))
-		msg("cannot write the exit status to port %#x: %s",
-		    DEBUG_EXIT_PORT, strerror(errno));
+		msg("cannot write the exit status to %#lx: %s",
+		    (unsigned long)DEBUG_EXIT_PORT, strerror(errno));
 }
 
 static __attribute__((noreturn)) void end_vm(int status,

@@ -9,6 +9,7 @@
  *   0x0802_0000  GICv2m MSI frame                   4 KiB
  *   0x0804_0000  GICv3 ITS                        128 KiB
  *   0x0900_0000  16550 UART                         4 KiB
+ *   0x0901_0000  debug-exit (+0) and boot-marker (+1) bytes
  *   0x0a00_0000  virtio-mmio slots, 4 KiB each    128 KiB
  *   0x0b00_0000  GICv3 redistributors, 128 KiB per vCPU
  *   0x1000_0000  PCI memory window (32-bit BARs)
@@ -24,6 +25,7 @@
 
 #define ARM_GIC_DIST_BASE	0x08000000ULL
 #define ARM_GIC_DIST_SIZE	0x00010000ULL
+#define ARM_GIC_V2_DIST_SIZE	0x00001000ULL
 #define ARM_GIC_CPU_BASE	0x08010000ULL
 #define ARM_GIC_CPU_SIZE	0x00002000ULL
 #define ARM_GIC_V2M_BASE	0x08020000ULL
@@ -32,6 +34,9 @@
 #define ARM_GIC_ITS_SIZE	0x00020000ULL
 #define ARM_UART_BASE		0x09000000ULL
 #define ARM_UART_SIZE		0x00001000ULL
+/* guest/init/init.c writes these through /dev/mem: keep them in step */
+#define ARM_DEBUG_EXIT_BASE	0x09010000ULL
+#define ARM_BOOT_MARKER_BASE	0x09010001ULL
 #define ARM_VIRTIO_MMIO_BASE	0x0a000000ULL
 #define ARM_VIRTIO_MMIO_SLOT	0x00001000ULL
 #define ARM_VIRTIO_MMIO_SLOTS	32
