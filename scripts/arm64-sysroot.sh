@@ -1,7 +1,8 @@
 #!/bin/sh
 # A private arm64 sysroot for cross-building lkvm's arm64 parts: the
 # headers and static libraries of the Debian arm64 packages it links
-# (libfdt, zlib, liburing, libseccomp) and cmocka for the unit tests.
+# (libfdt, zlib, liburing, libseccomp), cmocka for the unit tests, and
+# busybox-static (bin/busybox) for the arm64 test guests' initramfs.
 #
 #   scripts/arm64-sysroot.sh        prints the sysroot's path
 #
@@ -17,7 +18,7 @@ set -eu
 CACHE=${LKVM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lkvm}
 ROOT=$CACHE/arm64-sysroot
 PACKAGES="libfdt-dev libfdt1 zlib1g-dev zlib1g liburing-dev liburing2
-	libseccomp-dev libseccomp2 libcmocka-dev libcmocka0"
+	libseccomp-dev libseccomp2 libcmocka-dev libcmocka0 busybox-static"
 
 log() { echo "arm64-sysroot: $*" >&2; }
 

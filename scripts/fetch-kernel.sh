@@ -1,13 +1,15 @@
 #!/bin/sh
 # Fetch a stock Debian kernel for lkvm's Linux guests and nested tests.
 #
-#   scripts/fetch-kernel.sh [generic|cloud]...     (default: generic)
+#   scripts/fetch-kernel.sh [generic|cloud|arm64]...     (default: generic)
 #
 # For each flavour: resolve the current package behind linux-image-amd64 /
 # linux-image-cloud-amd64, download it with apt-get, unpack it, run depmod
 # (the .deb ships no modules.dep) and extract the uncompressed vmlinux from
 # the bzImage, so that guests can be booted through the PVH entry without
-# paying for XZ decompression inside the guest.
+# paying for XZ decompression inside the guest. arm64 is Debian's
+# cloud-arm64 kernel, whose vmlinuz is already a raw Image (no vmlinux is
+# made; <flavour>_bzimage names the Image).
 #
 # Everything lives in ${LKVM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lkvm}/
 # kernels/<flavour>/; a second run with the same package is a no-op.
@@ -31,7 +33,8 @@ meta_of() {
 	case $1 in
 	generic) echo linux-image-amd64 ;;
 	cloud) echo linux-image-cloud-amd64 ;;
-	*) die "unknown flavour '$1' (generic or cloud)" ;;
+	arm64) echo linux-image-cloud-arm64:arm64 ;;
+	*) die "unknown flavour '$1' (generic, cloud or arm64)" ;;
 	esac
 }
 
@@ -111,10 +114,11 @@ fetch() {
 		# apt-get download writes into the current directory.
 		(cd "$dir" && apt-get download -q "$pkg" >&2) ||
 			die "apt-get download $pkg failed"
-		dpkg -x "$dir"/"$pkg"_*.deb "$dir/pkg"
+		dpkg -x "$dir"/"${pkg%%:*}"_*.deb "$dir/pkg"
 		kver=$(ls "$dir/pkg/lib/modules")
 		run_depmod "$dir/pkg" "$kver"
-		extract_vmlinux "$dir/pkg/boot/vmlinuz-$kver" "$dir/vmlinux"
+		[ "$flavour" = arm64 ] ||
+			extract_vmlinux "$dir/pkg/boot/vmlinuz-$kver" "$dir/vmlinux"
 		# Only the package is needed again if the cache is rebuilt.
 		rm -f "$dir"/*.deb
 		echo "$pkg" >"$dir/ready"
@@ -123,7 +127,7 @@ fetch() {
 	kver=$(ls "$dir/pkg/lib/modules")
 	echo "${flavour}_version=$kver"
 	echo "${flavour}_bzimage=$dir/pkg/boot/vmlinuz-$kver"
-	echo "${flavour}_vmlinux=$dir/vmlinux"
+	[ "$flavour" = arm64 ] || echo "${flavour}_vmlinux=$dir/vmlinux"
 	echo "${flavour}_modules=$dir/pkg/lib/modules/$kver"
 }
 

@@ -10,7 +10,8 @@ packages="gcc make libc6-dev linux-libc-dev libcmocka-dev acpica-tools
 	kmod strace util-linux fio lz4 libslirp-dev iperf3 e2fsprogs
 	clang libclang-rt-14-dev valgrind libc6-dbg libseccomp-dev
 	liburing-dev zlib1g-dev qemu-utils libfdt-dev
-	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static"
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
+	qemu-system-arm"
 
 # The arm64 cross-build fetches its libraries as arm64 packages
 # (scripts/arm64-sysroot.sh), which apt offers once dpkg knows arm64.
