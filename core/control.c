@@ -229,7 +229,7 @@ static bool wait_fd(int fd, short events, double deadline)
 }
 
 /* A peer that hung up is an error here, not a SIGPIPE for the process. */
-static int write_all(int fd, const char *buf, size_t len, double deadline)
+static int send_all(int fd, const char *buf, size_t len, double deadline)
 {
 	while (len) {
 		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
@@ -432,8 +432,8 @@ void control_serve(struct control *ctl, struct vm *vm)
 		snprintf(head, sizeof(head), "error %s\n", err);
 	else
 		snprintf(head, sizeof(head), "ok\n");
-	if (!write_all(fd, head, strlen(head), deadline) && !ret && body)
-		write_all(fd, body, body_len, deadline);
+	if (!send_all(fd, head, strlen(head), deadline) && !ret && body)
+		send_all(fd, body, body_len, deadline);
 	free(body);
 	/*
 	 * Closing with bytes unread resets the connection, and the client
@@ -492,8 +492,8 @@ int control_request(const char *path, const char *request, FILE *out,
 		return -1;
 	}
 	/* a server that refused a request early may reply before it is sent */
-	if (!write_all(fd, request, strlen(request), deadline))
-		write_all(fd, "\n", 1, deadline);
+	if (!send_all(fd, request, strlen(request), deadline))
+		send_all(fd, "\n", 1, deadline);
 	if (read_all(fd, &reply, &len, deadline)) {
 		snprintf(err, err_size, "no answer from %s", path);
 	} else if (!(nl = memchr(reply, '\n', len))) {

@@ -7,25 +7,9 @@
 #include <unistd.h>
 
 #include "lkvm/cpio.h"
+#include "lkvm/util.h"
 
 #define NEWC_HEADER	110
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= n;
-	}
-	return 0;
-}
 
 int cpio_align(int fd)
 {

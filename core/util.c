@@ -68,6 +68,26 @@ void cond_deadline_in(struct timespec *ts, unsigned int ms)
 	}
 }
 
+int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (!n)
+				errno = EIO;
+			return -1;
+		}
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
 int copy_file_into(int dst, const char *path)
 {
 	struct stat st;

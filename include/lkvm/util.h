@@ -127,6 +127,9 @@ int poll_timeout_ms(double deadline_ms, double now);
 struct timespec;
 void cond_deadline_in(struct timespec *ts, unsigned int ms);
 
+/* All of buf to fd, through short writes and EINTR: 0, or -1 with errno. */
+int write_all(int fd, const void *buf, size_t len);
+
 /*
  * Append the whole file at path to dst (at dst's offset), by sendfile:
  * 0, or -1 with errno set.
