@@ -25,6 +25,7 @@ struct irq_routing {
 	pthread_mutex_t lock;
 	unsigned int nr;
 	unsigned int next_msi_gsi;
+	bool msi_devid;			/* KVM_CAP_MSI_DEVID: routes name it */
 	struct kvm_irq_routing *table;	/* IRQ_MAX_ROUTES entries */
 	unsigned int holders[IRQ_FIRST_MSI_GSI];
 };
@@ -57,6 +58,9 @@ int irq_init(struct vm *vm)
 	}
 	pthread_mutex_init(&r->lock, NULL);
 	r->next_msi_gsi = IRQ_FIRST_MSI_GSI;
+	/* a property of this VM (its ITS), so asked of the VM's fd */
+	r->msi_devid = vm_ioctl(vm, KVM_CHECK_EXTENSION,
+				(void *)(uintptr_t)KVM_CAP_MSI_DEVID) > 0;
 	r->nr = arch_irq_default_routes(r->table->entries, IRQ_MAX_ROUTES);
 	vm->irq = r;
 	pthread_mutex_lock(&r->lock);
@@ -85,8 +89,9 @@ static struct kvm_irq_routing_entry *irq_find(struct irq_routing *r,
 	return NULL;
 }
 
-static void irq_set_msi(struct kvm_irq_routing_entry *e, unsigned int gsi,
-			uint64_t addr, uint32_t data)
+static void irq_set_msi(const struct irq_routing *r,
+			struct kvm_irq_routing_entry *e, unsigned int gsi,
+			uint32_t devid, uint64_t addr, uint32_t data)
 {
 	memset(e, 0, sizeof(*e));
 	e->gsi = gsi;
@@ -94,9 +99,14 @@ static void irq_set_msi(struct kvm_irq_routing_entry *e, unsigned int gsi,
 	e->u.msi.address_lo = (uint32_t)addr;
 	e->u.msi.address_hi = addr >> 32;
 	e->u.msi.data = data;
+	if (r->msi_devid) {
+		e->flags = KVM_MSI_VALID_DEVID;
+		e->u.msi.devid = devid;
+	}
 }
 
-int irq_msi_route_add(struct vm *vm, uint64_t addr, uint32_t data)
+int irq_msi_route_add(struct vm *vm, uint32_t devid, uint64_t addr,
+		      uint32_t data)
 {
 	struct irq_routing *r = vm->irq;
 	int gsi = -1;
@@ -104,7 +114,8 @@ int irq_msi_route_add(struct vm *vm, uint64_t addr, uint32_t data)
 	pthread_mutex_lock(&r->lock);
 	if (r->nr < IRQ_MAX_ROUTES) {
 		gsi = r->next_msi_gsi++;
-		irq_set_msi(&r->table->entries[r->nr++], gsi, addr, data);
+		irq_set_msi(r, &r->table->entries[r->nr++], gsi, devid, addr,
+			    data);
 		if (irq_commit(vm)) {
 			r->nr--;
 			gsi = -1;
@@ -116,8 +127,8 @@ int irq_msi_route_add(struct vm *vm, uint64_t addr, uint32_t data)
 	return gsi;
 }
 
-int irq_msi_route_update(struct vm *vm, unsigned int gsi, uint64_t addr,
-			 uint32_t data)
+int irq_msi_route_update(struct vm *vm, unsigned int gsi, uint32_t devid,
+			 uint64_t addr, uint32_t data)
 {
 	struct irq_routing *r = vm->irq;
 	struct kvm_irq_routing_entry *e;
@@ -126,7 +137,7 @@ int irq_msi_route_update(struct vm *vm, unsigned int gsi, uint64_t addr,
 	pthread_mutex_lock(&r->lock);
 	e = irq_find(r, gsi);
 	if (e) {
-		irq_set_msi(e, gsi, addr, data);
+		irq_set_msi(r, e, gsi, devid, addr, data);
 		ret = irq_commit(vm);
 	}
 	pthread_mutex_unlock(&r->lock);

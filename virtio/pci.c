@@ -250,12 +250,18 @@ static void pci_signal_config(struct virtio_device *vdev)
 	}
 }
 
+/* Bus 0, function 0: the requester ID is the slot's devfn. */
+static uint32_t pci_requester_id(const struct virtio_pci *vp)
+{
+	return (uint32_t)vp->slot << 3;
+}
+
 /* A table entry changed: route its GSI to the new address and data. */
 static void msix_update_route(struct virtio_pci *vp, unsigned int v)
 {
 	const struct msix_entry *e = &vp->msix[v];
 
-	irq_msi_route_update(vp->vm, vp->vector_gsi[v],
+	irq_msi_route_update(vp->vm, vp->vector_gsi[v], pci_requester_id(vp),
 			     ((uint64_t)e->addr_hi << 32) | e->addr_lo, e->data);
 }
 
@@ -860,7 +866,8 @@ static int setup_vectors(struct virtio_pci *vp)
 	for (v = 0; v < vp->nr_vectors; v++) {
 		vp->msix[v].ctrl = MSIX_ENTRY_MASKED;
 		vp->vector_fd[v] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		vp->vector_gsi[v] = irq_msi_route_add(vp->vm, 0, 0);
+		vp->vector_gsi[v] = irq_msi_route_add(vp->vm,
+						      pci_requester_id(vp), 0, 0);
 		if (vp->vector_fd[v] < 0 || vp->vector_gsi[v] < 0 ||
 		    irqfd_attach(vp->vm, vp->vector_fd[v], vp->vector_gsi[v], -1))
 			return -1;

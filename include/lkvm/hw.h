@@ -34,5 +34,7 @@ int acpi_pm_init(struct vm *vm, uint16_t evt_port, uint16_t cnt_port,
 int pvpanic_init(struct vm *vm, uint16_t port);
 /* PCI host bridge with configuration mechanism #1 at 0xcf8/0xcfc. */
 int pci_host_init(struct vm *vm, uint16_t port);
+/* The same host bridge behind an ECAM window (arm64): bus 0 in 1 MiB. */
+int pci_ecam_init(struct vm *vm, uint64_t base, uint64_t size);
 
 #endif

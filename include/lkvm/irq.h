@@ -23,10 +23,15 @@ void irq_exit(struct vm *vm);
 unsigned int arch_irq_default_routes(struct kvm_irq_routing_entry *e,
 				     unsigned int max);
 
-/* Add an MSI route; returns its GSI, or -1. Committed at once. */
-int irq_msi_route_add(struct vm *vm, uint64_t addr, uint32_t data);
-int irq_msi_route_update(struct vm *vm, unsigned int gsi, uint64_t addr,
-			 uint32_t data);
+/*
+ * Add an MSI route from the device with PCI requester ID devid; returns
+ * its GSI, or -1. Committed at once. Where KVM wants to know the sender
+ * (KVM_CAP_MSI_DEVID: arm64's ITS translates by device), the route says.
+ */
+int irq_msi_route_add(struct vm *vm, uint32_t devid, uint64_t addr,
+		      uint32_t data);
+int irq_msi_route_update(struct vm *vm, unsigned int gsi, uint32_t devid,
+			 uint64_t addr, uint32_t data);
 
 /*
  * A level-triggered irqchip line that devices share (PCI INTx): it is up

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * PCI bus 0 behind a host bridge reached through configuration mechanism
- * #1 (ports 0xcf8/0xcfc). Devices register a 256-byte configuration space
- * and optional hooks for registers with side effects (BARs, MSI-X).
+ * #1 (ports 0xcf8/0xcfc, x86) or ECAM (arm64). Devices register a 256-byte
+ * configuration space and optional hooks for registers with side effects
+ * (BARs, MSI-X).
  */
 #ifndef LKVM_PCI_H
 #define LKVM_PCI_H
