@@ -6,10 +6,13 @@
  * place of the PC's firmware tables. The map is in lkvm/arm/layout.h.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <libfdt.h>
 #include <linux/kvm.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "lkvm/arch.h"
 #include "lkvm/boot_profile.h"
@@ -29,6 +32,7 @@
 struct arch_guest {
 	struct mapped_file image, initrd;
 	struct arm64_image hdr;
+	int dtb_fd;		/* --dump-dtb's file, or -1 */
 };
 
 struct arch_guest *arch_guest_open(const struct vm_config *cfg)
@@ -40,13 +44,24 @@ struct arch_guest *arch_guest_open(const struct vm_config *cfg)
 		pr_err("out of memory");
 		return NULL;
 	}
+	g->dtb_fd = -1;
 	if (cfg->firmware) {
 		pr_err("-f: lkvm boots arm64 guests from an Image (-k), not firmware");
 		goto fail;
 	}
-	if (cfg->transport != VIRTIO_TRANSPORT_MMIO) {
-		pr_err("--virtio-transport: the arm64 board has no PCI host bridge yet; use mmio");
+	if (cfg->transport == VIRTIO_TRANSPORT_PCI_LEGACY) {
+		pr_err("--virtio-transport pci-legacy: legacy virtio-pci needs PCI I/O space, which the arm64 board lacks; use pci or mmio");
 		goto fail;
+	}
+	/* made now, before anything heavy: a bad path fails the run here */
+	if (cfg->dump_dtb) {
+		g->dtb_fd = open(cfg->dump_dtb,
+				 O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (g->dtb_fd < 0) {
+			pr_err("--dump-dtb '%s': %s", cfg->dump_dtb,
+			       strerror(errno));
+			goto fail;
+		}
 	}
 	if (map_file(cfg->kernel, "kernel", &g->image) ||
 	    arm64_image_parse(g->image.data, g->image.size, cfg->kernel,
@@ -70,34 +85,27 @@ void arch_guest_close(struct arch_guest *g)
 		return;
 	unmap_file(&g->image);
 	unmap_file(&g->initrd);
+	if (g->dtb_fd >= 0)
+		close(g->dtb_fd);
 	free(g);
 }
 
-int arch_load_guest(struct vm *vm, const struct arch_guest *g)
+static int dump_dtb(int fd, const void *dtb, const char *path)
 {
-	struct arch_vm *arch = vm->arch;
+	size_t size = fdt_totalsize(dtb);
 
-	if (arm64_boot_layout(&g->hdr, g->image.size, ARM_RAM_BASE,
-			      vm->cfg->mem_mib * MiB, ARM_DTB_MAX,
-			      g->initrd.size, &arch->boot))
-		return -1;
-	if (!guest_mem_load(&vm->mem, arch->boot.kernel, g->image.data,
-			    g->image.size) ||
-	    (g->initrd.size &&
-	     !guest_mem_load(&vm->mem, arch->boot.initrd, g->initrd.data,
-			     g->initrd.size))) {
-		pr_err("the kernel and initrd do not fit in guest RAM");
+	if (write_all(fd, dtb, size) < 0) {
+		pr_err("--dump-dtb '%s': %s", path, strerror(errno));
 		return -1;
 	}
-	arch->initrd_size = g->initrd.size;
-	return arm_write_fdt(vm);
+	return 0;
 }
 
 /*
  * Written with the guest, after the vCPUs told their MPIDRs and every
  * virtio-mmio device was made: it names them all.
  */
-int arm_write_fdt(struct vm *vm)
+static int arm_write_fdt(struct vm *vm, int dump_fd)
 {
 	const struct vm_config *cfg = vm->cfg;
 	struct arch_vm *arch = vm->arch;
@@ -127,7 +135,29 @@ int arm_write_fdt(struct vm *vm)
 		pr_err("guest RAM has no room for the device tree");
 		return -1;
 	}
-	return arm_fdt_build(dtb, ARM_DTB_MAX, &c);
+	if (arm_fdt_build(dtb, ARM_DTB_MAX, &c))
+		return -1;
+	return dump_fd >= 0 ? dump_dtb(dump_fd, dtb, cfg->dump_dtb) : 0;
+}
+
+int arch_load_guest(struct vm *vm, const struct arch_guest *g)
+{
+	struct arch_vm *arch = vm->arch;
+
+	if (arm64_boot_layout(&g->hdr, g->image.size, ARM_RAM_BASE,
+			      vm->cfg->mem_mib * MiB, ARM_DTB_MAX,
+			      g->initrd.size, &arch->boot))
+		return -1;
+	if (!guest_mem_load(&vm->mem, arch->boot.kernel, g->image.data,
+			    g->image.size) ||
+	    (g->initrd.size &&
+	     !guest_mem_load(&vm->mem, arch->boot.initrd, g->initrd.data,
+			     g->initrd.size))) {
+		pr_err("the kernel and initrd do not fit in guest RAM");
+		return -1;
+	}
+	arch->initrd_size = g->initrd.size;
+	return arm_write_fdt(vm, g->dtb_fd);
 }
 
 int arch_vm_init(struct vm *vm)
@@ -151,15 +181,16 @@ void arch_vm_exit(struct vm *vm)
 }
 
 /*
- * The board's own devices: the UART, and the debug-exit and boot-marker
- * bytes lkvm's guest init writes. A guest powers off and reboots through
- * PSCI, which KVM turns into system events.
+ * The board's own devices: the UART, the debug-exit and boot-marker
+ * bytes lkvm's guest init writes, and the PCI host bridge's ECAM. A guest
+ * powers off and reboots through PSCI, which KVM turns into system events.
  */
 int arch_devices_init(struct vm *vm)
 {
 	if (serial_init(vm, &vm->mmio, ARM_UART_BASE, ARM_SPI_UART) ||
 	    debug_exit_init(vm, &vm->mmio, ARM_DEBUG_EXIT_BASE) ||
-	    boot_marker_init(vm, &vm->mmio, ARM_BOOT_MARKER_BASE))
+	    boot_marker_init(vm, &vm->mmio, ARM_BOOT_MARKER_BASE) ||
+	    pci_ecam_init(vm, ARM_PCI_ECAM_BASE, ARM_PCI_ECAM_SIZE))
 		return -1;
 	return 0;
 }

@@ -4,8 +4,9 @@
  * sequential-write API. The bindings it follows are the kernel's
  * Documentation/devicetree/bindings: arm/cpus.yaml, arm/psci.yaml,
  * timer/arm,arch_timer.yaml, interrupt-controller/arm,gic*.yaml,
- * serial/8250.yaml and virtio/mmio.yaml. Interrupt specifiers are the
- * GIC's three cells: type (SPI or PPI), number, flags.
+ * serial/8250.yaml, virtio/mmio.yaml and pci/host-generic-pci.yaml.
+ * Interrupt specifiers are the GIC's three cells: type (SPI or PPI),
+ * number, flags.
  */
 #include <libfdt.h>
 #include <stdbool.h>
@@ -176,10 +177,11 @@ static int fdt_gic(void *fdt, const struct arm_fdt_config *c)
 	    fdt_property(fdt, "reg", reg, sizeof(reg)) ||
 	    fdt_property_u32(fdt, "phandle", ARM_FDT_PHANDLE_GIC))
 		return -1;
-	if (v3 && (fdt_property_u32(fdt, "#address-cells", 2) ||
-		   fdt_property_u32(fdt, "#size-cells", 2) ||
-		   fdt_property(fdt, "ranges", NULL, 0) ||
-		   fdt_its(fdt)))
+	/* the PCI interrupt-map's parent unit addresses are these 2 cells */
+	if (fdt_property_u32(fdt, "#address-cells", 2) ||
+	    fdt_property_u32(fdt, "#size-cells", 2) ||
+	    fdt_property(fdt, "ranges", NULL, 0) ||
+	    (v3 && fdt_its(fdt)))
 		return -1;
 	return fdt_end_node(fdt);
 }
@@ -206,6 +208,85 @@ static int fdt_virtio_mmio(void *fdt, const struct arm_fdt_mmio *m)
 	       prop_irq(fdt, GIC_SPI, m->spi, IRQ_EDGE_RISING) ||
 	       fdt_property(fdt, "dma-coherent", NULL, 0) ||
 	       fdt_end_node(fdt);
+}
+
+/*
+ * INTx: slot s's pin p (1-4) is SPI ARM_SPI_PCI_INTX + (s + p - 1) % 4,
+ * as arch_pci_intx_gsi() wires it; the mask keeps the two slot bits that
+ * swizzle, so sixteen entries cover every slot.
+ */
+static int prop_pci_intx(void *fdt)
+{
+	static const uint32_t mask[4] = { 0x1800, 0, 0, 7 };
+	fdt32_t map[4 * 4 * 10], m[4];
+	unsigned int slot, pin, i, n = 0;
+
+	for (slot = 0; slot < 4; slot++) {
+		for (pin = 1; pin <= 4; pin++) {
+			const uint32_t e[10] = {
+				slot << 11, 0, 0, pin, ARM_FDT_PHANDLE_GIC,
+				0, 0, GIC_SPI,
+				ARM_SPI_PCI_INTX + (slot + pin - 1) % 4,
+				IRQ_LEVEL_HIGH,
+			};
+
+			for (i = 0; i < 10; i++)
+				map[n++] = cpu_to_fdt32(e[i]);
+		}
+	}
+	for (i = 0; i < 4; i++)
+		m[i] = cpu_to_fdt32(mask[i]);
+	return fdt_property(fdt, "interrupt-map", map, sizeof(map)) ||
+	       fdt_property(fdt, "interrupt-map-mask", m, sizeof(m));
+}
+
+/* a ranges entry: PCI space code and address, CPU address, size */
+static void pci_range(fdt32_t *out, uint32_t space, uint64_t pci_addr,
+		      uint64_t cpu_addr, uint64_t size)
+{
+	out[0] = cpu_to_fdt32(space);
+	cells64(out + 1, pci_addr);
+	cells64(out + 3, cpu_addr);
+	cells64(out + 5, size);
+}
+
+/*
+ * The ECAM host bridge. A GICv3's ITS takes virtio-pci's MSI-X, with the
+ * requester ID as its device ID (msi-map: the identity over all 64K IDs,
+ * the ID lkvm's MSI routes give KVM); a GICv2 has no MSI frame here, so
+ * its guests use INTx.
+ */
+static int fdt_pci(void *fdt, const struct arm_fdt_config *c)
+{
+	fdt32_t ranges[2 * 7], bus_range[2];
+
+	pci_range(ranges, 0x01000000, 0, ARM_PCI_IO_BASE, ARM_PCI_IO_SIZE);
+	pci_range(ranges + 7, 0x02000000, ARM_PCI_MMIO_BASE, ARM_PCI_MMIO_BASE,
+		  ARM_PCI_MMIO_SIZE);
+	bus_range[0] = cpu_to_fdt32(0);
+	bus_range[1] = cpu_to_fdt32(ARM_PCI_ECAM_BUSES - 1);
+	if (begin_at(fdt, "pcie", ARM_PCI_ECAM_BASE) ||
+	    fdt_property_string(fdt, "compatible", "pci-host-ecam-generic") ||
+	    fdt_property_string(fdt, "device_type", "pci") ||
+	    fdt_property_u32(fdt, "#address-cells", 3) ||
+	    fdt_property_u32(fdt, "#size-cells", 2) ||
+	    fdt_property_u32(fdt, "#interrupt-cells", 1) ||
+	    prop_reg(fdt, ARM_PCI_ECAM_BASE, ARM_PCI_ECAM_SIZE) ||
+	    fdt_property(fdt, "bus-range", bus_range, sizeof(bus_range)) ||
+	    fdt_property(fdt, "ranges", ranges, sizeof(ranges)) ||
+	    fdt_property(fdt, "dma-coherent", NULL, 0) ||
+	    prop_pci_intx(fdt))
+		return -1;
+	if (c->gic_version == 3) {
+		fdt32_t msi_map[4] = {
+			0, cpu_to_fdt32(ARM_FDT_PHANDLE_MSI), 0,
+			cpu_to_fdt32(0x10000),
+		};
+
+		if (fdt_property(fdt, "msi-map", msi_map, sizeof(msi_map)))
+			return -1;
+	}
+	return fdt_end_node(fdt);
 }
 
 static int check_config(const struct arm_fdt_config *c)
@@ -247,7 +328,7 @@ static int fdt_write(void *fdt, size_t size, const struct arm_fdt_config *c)
 	    fdt_property_u32(fdt, "interrupt-parent", ARM_FDT_PHANDLE_GIC) ||
 	    fdt_chosen(fdt, c, stdout_path) || fdt_memory(fdt, c) ||
 	    fdt_cpus(fdt, c) || fdt_psci(fdt) || fdt_timer(fdt, c) ||
-	    fdt_gic(fdt, c) || fdt_uart(fdt))
+	    fdt_gic(fdt, c) || fdt_uart(fdt) || fdt_pci(fdt, c))
 		return -1;
 	for (i = 0; i < c->nr_mmio; i++)
 		if (fdt_virtio_mmio(fdt, &c->mmio[i]))

@@ -34,6 +34,7 @@ enum {
 	OPT_REBOOT,
 	OPT_TRANSPORT,
 	OPT_IRQCHIP,
+	OPT_DUMP_DTB,
 	OPT_NO_IOEVENTFD,
 	OPT_RNG,
 	OPT_BALLOON,
@@ -63,6 +64,7 @@ static const struct option run_options[] = {
 	{ "network",	required_argument, NULL, 'n' },
 	{ "virtio-transport", required_argument, NULL, OPT_TRANSPORT },
 	{ "irqchip",	required_argument, NULL, OPT_IRQCHIP },
+	{ "dump-dtb",	required_argument, NULL, OPT_DUMP_DTB },
 	{ "no-ioeventfd", no_argument,	   NULL, OPT_NO_IOEVENTFD },
 	{ "rng",	no_argument,	   NULL, OPT_RNG },
 	{ "balloon",	no_argument,	   NULL, OPT_BALLOON },
@@ -133,12 +135,14 @@ void cli_usage_run(void)
 "                        getrandom() (the guest's /dev/hwrng)\n"
 "      --virtio-transport pci|pci-legacy|mmio\n"
 "                        how virtio devices appear: modern virtio-pci with\n"
-"                        MSI-X (x86's default), legacy virtio-pci (I/O BAR,\n"
-"                        INTx) for old kernels, or virtio-mmio (in ACPI;\n"
-"                        in the device tree, arm64's only one so far)\n"
+"                        MSI-X (default), legacy virtio-pci (I/O BAR,\n"
+"                        INTx; x86 only) for old kernels, or virtio-mmio\n"
+"                        (in ACPI, or arm64's device tree)\n"
 "      --irqchip gicv3|gicv2\n"
 "                        arm64: the interrupt controller (default gicv3,\n"
 "                        with an ITS for MSIs); not on x86\n"
+"      --dump-dtb FILE   arm64: also write the device tree the guest boots\n"
+"                        with to FILE (dtc -I dtb FILE shows it)\n"
 "      --no-ioeventfd    serve queue notifies in vCPU threads (to measure\n"
 "                        what ioeventfd saves); no polling then\n"
 "      --poll off|auto|on[,max_us=N][,start_rate=N][,stop_idle_ms=N]\n"
@@ -538,6 +542,9 @@ static int parse_option(int opt, struct vm_config *cfg)
 		return disk_parse_option(optarg, &cfg->disks[cfg->nr_disks++]);
 	case OPT_TRANSPORT:
 		return parse_transport(optarg, &cfg->transport);
+	case OPT_DUMP_DTB:
+		cfg->dump_dtb = optarg;
+		return 0;
 	case OPT_IRQCHIP:
 		return parse_irqchip(optarg, &cfg->irqchip);
 	case OPT_POLL:

@@ -126,8 +126,10 @@ struct arch_guest *arch_guest_open(const struct vm_config *cfg)
 		return NULL;
 	}
 	g->path = cfg->firmware ? cfg->firmware : cfg->kernel;
-	if (cfg->irqchip != VM_IRQCHIP_DEFAULT) {
-		pr_err("--irqchip chooses arm64's GIC; an x86 VM has the PC's PIC and IOAPIC");
+	if (cfg->irqchip != VM_IRQCHIP_DEFAULT || cfg->dump_dtb) {
+		pr_err(cfg->dump_dtb ?
+		       "--dump-dtb: an x86 VM is described by ACPI tables, not a device tree" :
+		       "--irqchip chooses arm64's GIC; an x86 VM has the PC's PIC and IOAPIC");
 		free(g);
 		return NULL;
 	}

@@ -74,6 +74,7 @@ struct vm_config {
 	bool root_share;		/* -d DIR: shares[0] is the root fs */
 	enum virtio_transport transport;
 	enum vm_irqchip irqchip;	/* --irqchip: arm64's GIC version */
+	const char *dump_dtb;		/* --dump-dtb: arm64's tree, also here */
 	bool rng;			/* --rng: a virtio-rng device */
 	bool balloon;			/* --balloon: a virtio-balloon device */
 	bool virtio_console;		/* --console virtio: hvc0, and input

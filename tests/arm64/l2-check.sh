@@ -11,6 +11,12 @@ fact model "$(cat /sys/firmware/devicetree/base/model 2>/dev/null)"
 # the GIC's name in /proc/interrupts: GICv3, or GIC-0 for a GICv2
 fact gic "$(grep -o -m1 -E 'GICv3|GIC-0' /proc/interrupts)"
 fact disk "$(readlink -f /sys/block/vda/device)"
+# the irqchips virtio's interrupts come through: ITS-MSI for MSI-X, the
+# GIC itself for virtio-mmio and INTx (the chip is the column after the
+# per-CPU counts)
+fact virtio_irqs "$(grep virtio /proc/interrupts |
+	awk -v n="$(grep -c ^processor /proc/cpuinfo)" '{ print $(n + 2) }' |
+	sort -u | tr '\n' ' ')"
 
 # 256 KiB of random bytes through the disk and back, past the page cache
 if [ -b /dev/vda ]; then

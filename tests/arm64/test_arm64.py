@@ -8,21 +8,26 @@ emulated GICv3 cannot host a GICv2 VM), each running several L2 boots
   - the device tree lkvm wrote (its model, "lkvm"), with 1 and 2 vCPUs
     (the second comes up through in-kernel PSCI CPU_ON);
   - the GIC it asked for, in /proc/interrupts;
-  - a virtio-blk disk over virtio-mmio: 256 KiB of random bytes written,
-    flushed, read back past the page cache and compared;
+  - a virtio-blk disk over virtio-mmio and over virtio-pci (the ECAM host
+    bridge; MSI-X through the ITS on a GICv3, INTx on a GICv2): 256 KiB of
+    random bytes written, flushed, read back past the page cache and
+    compared;
   - a virtio-net card on an L1 tap: carrier up, and L1 answers pings;
   - the exit status the guest chose (the debug-exit byte on MMIO), and
     PSCI SYSTEM_OFF and SYSTEM_RESET ending lkvm with 0 and 3, as ACPI
     power-off and reset do on x86;
   - a one-line refusal, before any VM exists, of what the arm64 board
-    cannot do yet (virtio-pci) and of a kernel that is not an Image.
+    cannot do (legacy virtio-pci: no PCI I/O space) and of a kernel that is
+    not an Image.
 
 Needs qemu-system-arm and the arm64 cross build (scripts/install-deps.sh);
 `make check-nested-arm64` builds and fetches the rest. LKVM_ARM64_WORK
 keeps the initramfs images and the consoles in a directory of your choice.
 """
 
+import base64
 import os
+import struct
 import re
 import shutil
 import subprocess
@@ -39,23 +44,33 @@ INIT = os.path.join(TOP, "build", "arm64", "guest", "init", "init")
 QEMU_TIMEOUT = 420      # one L1 run; ~15-30 s on a quiet box
 
 # per GIC: (lkvm options, L2 command-line words, expected lkvm status)
+# virtio-pci is the default, as on x86
+MMIO = "--virtio-transport mmio"
+PCI = "--virtio-transport pci"
 BOOTS = {
     "gicv3": [
-        ("-c 1", "arm64test.status=7", 7),
-        ("-c 2", "arm64test.status=9", 9),
+        ("-c 1 " + MMIO, "arm64test.status=7", 7),
+        ("-c 2 " + MMIO + " --dump-dtb /tmp/lkvm.dtb", "arm64test.status=9",
+         9),
+        ("-c 1", "arm64test.status=11", 11),
+        ("-c 2 " + PCI + " --dump-dtb /tmp/lkvm.dtb", "arm64test.status=13",
+         13),
         ("-c 2", "arm64test.end=poweroff", 0),
-        ("-c 1", "arm64test.end=reboot", 3),
+        ("-c 1 " + MMIO, "arm64test.end=reboot", 3),
     ],
     "gicv2": [
-        ("-c 1 --irqchip gicv2", "arm64test.status=7", 7),
-        ("-c 2 --irqchip gicv2", "arm64test.status=9", 9),
+        ("-c 1 --irqchip gicv2 " + MMIO, "arm64test.status=7", 7),
+        ("-c 2 --irqchip gicv2 " + MMIO, "arm64test.status=9", 9),
+        ("-c 1 --irqchip gicv2", "arm64test.status=11", 11),
+        ("-c 2 --irqchip gicv2 " + PCI, "arm64test.status=13", 13),
         # refused before any VM exists: (options, the error's words, 1)
-        ("-c 1 --virtio-transport pci", "no PCI host bridge", 1),
+        ("-c 1 --virtio-transport pci-legacy", "needs PCI I/O space", 1),
         ("-c 1 -k /l1/l2.gz", "is gzip-compressed", 1),
     ],
 }
 GIC_NAME = {"gicv3": "GICv3", "gicv2": "GIC-0"}
-L2_MODULES = "virtio,virtio_ring,virtio_mmio,virtio_blk,virtio_net"
+L2_MODULES = ("virtio,virtio_ring,virtio_mmio,virtio_pci_modern_dev,"
+              "virtio_pci_legacy_dev,virtio_pci,virtio_blk,virtio_net")
 
 
 def _cmd(*argv):
@@ -154,6 +169,10 @@ def _boots(console):
         if m and cur is not None:
             cur["error"] = m.group(1)
             continue
+        m = re.match(r"@@L1 dtb=(\S+)", line.strip())
+        if m and cur is not None:
+            cur["dtb"] = base64.b64decode(m.group(1))
+            continue
         m = re.match(r"@@L1 exit=(\d+)", line.strip())
         if m and cur is not None:
             cur["exit"] = int(m.group(1))
@@ -179,7 +198,31 @@ def test_arm64_boots(work, images, gic):
         assert b.get("model") == "lkvm", where
         assert b.get("cpus") == opts.split()[1], where
         assert b.get("gic") == GIC_NAME[gic], where
-        assert "virtio_mmio" in b.get("disk", ""), where
+        if MMIO not in opts:
+            # under the ECAM host bridge; MSI-X through the ITS on a
+            # GICv3, INTx on a GICv2 (no MSI frame)
+            assert "/pci0000:00/" in b.get("disk", ""), where
+            want = "ITS-MSI" if gic == "gicv3" else GIC_NAME[gic]
+        else:
+            assert "virtio_mmio" in b.get("disk", ""), where
+            want = GIC_NAME[gic]
+        assert b.get("virtio_irqs", "").split() == [want], where
         assert b.get("blk") == "ok", where
         assert b.get("carrier") == "1", where
         assert b.get("ping") == "ok", where
+        assert ("dtb" in b) == ("--dump-dtb" in opts), where
+        if "dtb" in b:
+            _check_dumped_dtb(b["dtb"], b)
+
+
+def _check_dumped_dtb(dtb, boot):
+    """--dump-dtb wrote the whole tree the guest booted with (the guest
+    saw its model and its two CPUs above): a valid header, the size it
+    claims, and the nodes this boot had."""
+    magic, total = struct.unpack_from(">II", dtb)
+    assert magic == 0xd00dfeed, boot
+    assert total == len(dtb), boot
+    for s in (b"lkvm", b"arm,gic-v3", b"arm,psci-0.2", b"ns16550a", b"cpu@1",
+              b"linux,initrd-start", b"pci-host-ecam-generic",
+              b"interrupt-map", b"msi-map"):
+        assert s in dtb, (s, boot)

@@ -438,6 +438,13 @@ def test_irqchip_on_x86(value):
                           "--irqchip", "x86")
 
 
+def test_dump_dtb_on_x86(tmp):
+    out = os.path.join(tmp, "x.dtb")
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "--dump-dtb", out]),
+                          "--dump-dtb", "ACPI")
+    assert not os.path.exists(out)
+
+
 # User-mode networking (-n user): the parser's and libslirp's refusals.
 @pytest.mark.parametrize("net", [
     "mode=user,hostfwd=tcp::0-:22", "mode=user,hostfwd=tcp::2222",

@@ -3,7 +3,8 @@
  * The arm64 device tree (arm/fdt.c), re-parsed with libfdt and checked
  * node by node against what a Linux guest looks for: /chosen, /memory,
  * /cpus with PSCI, the timer's PPIs, the GIC (v3 with its ITS, or v2),
- * the UART stdout-path names, and every virtio-mmio device.
+ * the UART stdout-path names, every virtio-mmio device, and the ECAM PCI
+ * host bridge with INTx wired as the board wires it and MSIs to the ITS.
  */
 #include <libfdt.h>
 #include <setjmp.h>
@@ -14,11 +15,13 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "lkvm/arch.h"
 #include "lkvm/arm/fdt.h"
 #include "lkvm/arm/layout.h"
 #include "lkvm/util.h"
 
 #define DTB_SIZE	(64 * 1024)
+#define PCI_MAX_SLOTS_CHECKED	32
 
 static const uint64_t mpidrs[] = { 0x0, 0x1, 0x100, 0x10000 };
 static const struct arm_fdt_mmio mmio[] = {
@@ -283,6 +286,89 @@ static void test_virtio_mmio_nodes(void **state)
 	free(fdt);
 }
 
+/*
+ * Every slot's four pins land on the SPI arch_pci_intx_gsi() raises for
+ * them, found through interrupt-map-mask and interrupt-map as Linux's
+ * of_irq_parse_raw() does (the mask keeps two slot bits and the pin).
+ */
+static void check_pci_intx(const void *fdt, int pci)
+{
+	const fdt32_t *mask = cells(fdt, pci, "interrupt-map-mask", 4);
+	const fdt32_t *map = cells(fdt, pci, "interrupt-map", 16 * 10);
+	unsigned int slot, pin, i;
+
+	for (slot = 0; slot < PCI_MAX_SLOTS_CHECKED; slot++) {
+		for (pin = 1; pin <= 4; pin++) {
+			uint32_t hi = (slot << 11) & fdt32_to_cpu(mask[0]);
+			uint32_t p = pin & fdt32_to_cpu(mask[3]);
+			const fdt32_t *e = NULL;
+
+			for (i = 0; i < 16 && !e; i++)
+				if (fdt32_to_cpu(map[i * 10]) == hi &&
+				    fdt32_to_cpu(map[i * 10 + 3]) == p)
+					e = map + i * 10;
+			if (!e)
+				fail_msg("slot %u pin %u: not in interrupt-map",
+					 slot, pin);
+			assert_int_equal(fdt32_to_cpu(e[4]),
+					 ARM_FDT_PHANDLE_GIC);
+			assert_int_equal(fdt32_to_cpu(e[7]), 0);	/* SPI */
+			assert_int_equal(fdt32_to_cpu(e[8]),
+					 arch_pci_intx_gsi(slot, pin - 1));
+			assert_int_equal(fdt32_to_cpu(e[9]), 4);	/* level */
+		}
+	}
+}
+
+static void check_pci(unsigned int gic)
+{
+	struct arm_fdt_config c = base_config(gic, 1);
+	void *fdt = build(&c);
+	int pci = fdt_node_offset_by_compatible(fdt, -1,
+						"pci-host-ecam-generic");
+	const fdt32_t *r, *bus;
+
+	assert_true(pci >= 0);
+	assert_string(fdt, pci, "device_type", "pci");
+	assert_int_equal(fdt32_to_cpu(*cells(fdt, pci, "#address-cells", 1)),
+			 3);
+	assert_int_equal(fdt32_to_cpu(*cells(fdt, pci, "#interrupt-cells", 1)),
+			 1);
+	assert_reg(fdt, pci, ARM_PCI_ECAM_BASE, ARM_PCI_ECAM_SIZE);
+	bus = cells(fdt, pci, "bus-range", 2);
+	/* 1 MiB of ECAM per bus */
+	assert_int_equal((fdt32_to_cpu(bus[1]) - fdt32_to_cpu(bus[0]) + 1) <<
+			 20, ARM_PCI_ECAM_SIZE);
+	/* I/O at PCI 0, then 32-bit memory mapped 1:1 */
+	r = cells(fdt, pci, "ranges", 14);
+	assert_int_equal(fdt32_to_cpu(r[0]), 0x01000000);
+	assert_int_equal(u64_at(r + 3), ARM_PCI_IO_BASE);
+	assert_int_equal(u64_at(r + 5), ARM_PCI_IO_SIZE);
+	assert_int_equal(fdt32_to_cpu(r[7]), 0x02000000);
+	assert_int_equal(u64_at(r + 8), ARM_PCI_MMIO_BASE);
+	assert_int_equal(u64_at(r + 10), ARM_PCI_MMIO_BASE);
+	assert_int_equal(u64_at(r + 12), ARM_PCI_MMIO_SIZE);
+	check_pci_intx(fdt, pci);
+	if (gic == 3) {
+		const fdt32_t *m = cells(fdt, pci, "msi-map", 4);
+
+		/* requester ID n is ITS device ID n, for every ID */
+		assert_int_equal(fdt32_to_cpu(m[0]), 0);
+		assert_int_equal(fdt32_to_cpu(m[1]), ARM_FDT_PHANDLE_MSI);
+		assert_int_equal(fdt32_to_cpu(m[2]), 0);
+		assert_int_equal(fdt32_to_cpu(m[3]), 0x10000);
+	} else {
+		assert_null(fdt_getprop(fdt, pci, "msi-map", NULL));
+	}
+	free(fdt);
+}
+
+static void test_pci_host_bridge(void **state)
+{
+	check_pci(3);
+	check_pci(2);
+}
+
 /* A bad description or a buffer too small fails cleanly, never overruns. */
 static void test_refusals(void **state)
 {
@@ -316,6 +402,7 @@ int main(void)
 		cmocka_unit_test(test_gic_v3_with_its),
 		cmocka_unit_test(test_gic_v2),
 		cmocka_unit_test(test_virtio_mmio_nodes),
+		cmocka_unit_test(test_pci_host_bridge),
 		cmocka_unit_test(test_refusals),
 	};
 

@@ -37,7 +37,7 @@ $(BUILD)/tests/unit/test_boot_profile $(BUILD)/tests/unit/test_control: \
 # liblkvm.a).
 $(BUILD)/tests/unit/test_arm_image: $(BUILD)/arm/image.o
 $(BUILD)/tests/unit/test_arm_board: $(BUILD)/arm/board.o
-$(BUILD)/tests/unit/test_arm_fdt: $(BUILD)/arm/fdt.o
+$(BUILD)/tests/unit/test_arm_fdt: $(BUILD)/arm/fdt.o $(BUILD)/arm/board.o
 $(BUILD)/tests/unit/test_arm_fdt: LDLIBS += -lfdt
 
 # Every binary runs even after a failure, so one report shows them all.

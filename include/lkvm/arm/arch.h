@@ -31,7 +31,4 @@ int arm_gic_create(struct vm *vm);
 int arm_gic_finalize(struct vm *vm);
 void arm_gic_close(struct arch_vm *arch);
 
-/* The device tree, into guest RAM at boot.dtb, once every MPIDR is known. */
-int arm_write_fdt(struct vm *vm);
-
 #endif
