@@ -455,35 +455,41 @@ static int join_root_params(struct vm_config *cfg)
 	return 0;
 }
 
-static int parse_transport(const char *arg, enum virtio_transport *t)
-{
-	if (!strcmp(arg, "mmio")) {
-		*t = VIRTIO_TRANSPORT_MMIO;
-		return 0;
-	}
-	if (!strcmp(arg, "pci")) {
-		*t = VIRTIO_TRANSPORT_PCI;
-		return 0;
-	}
-	if (!strcmp(arg, "pci-legacy")) {
-		*t = VIRTIO_TRANSPORT_PCI_LEGACY;
-		return 0;
-	}
-	pr_err("--virtio-transport '%s': expected pci, pci-legacy or mmio", arg);
-	return -1;
-}
+/* The words of the options that name one of a few things, by value. */
+static const char *const transport_words[] = {
+	[VIRTIO_TRANSPORT_PCI] = "pci",
+	[VIRTIO_TRANSPORT_PCI_LEGACY] = "pci-legacy",
+	[VIRTIO_TRANSPORT_MMIO] = "mmio",
+};
+static const char *const irqchip_words[] = {
+	[VM_IRQCHIP_GICV3] = "gicv3",
+	[VM_IRQCHIP_GICV2] = "gicv2",
+};
+static const char *const console_words[] = { "serial", "virtio" };
 
-static int parse_irqchip(const char *arg, enum vm_irqchip *chip)
+/*
+ * arg is one of words[] (NULL entries are no word): its index, or -1 with
+ * a message that names them all ("expected a, b or c").
+ */
+static int parse_choice(const char *opt, const char *arg,
+			const char *const *words, unsigned int n)
 {
-	if (!strcmp(arg, "gicv3")) {
-		*chip = VM_IRQCHIP_GICV3;
-		return 0;
+	char list[128] = "";
+	size_t used = 0;
+	unsigned int i, last = 0, shown = 0;
+
+	for (i = 0; i < n; i++) {
+		if (words[i] && !strcmp(arg, words[i]))
+			return i;
+		if (words[i])
+			last = i;
 	}
-	if (!strcmp(arg, "gicv2")) {
-		*chip = VM_IRQCHIP_GICV2;
-		return 0;
-	}
-	pr_err("--irqchip '%s': expected gicv3 or gicv2", arg);
+	for (i = 0; i < n && used < sizeof(list); i++)
+		if (words[i])
+			used += snprintf(list + used, sizeof(list) - used, "%s%s",
+					 !shown++ ? "" : i == last ? " or " : ", ",
+					 words[i]);
+	pr_err("%s '%s': expected %s", opt, arg, list);
 	return -1;
 }
 
@@ -507,6 +513,7 @@ static int append_params(struct vm_config *cfg, const char *words)
 static int parse_option(int opt, struct vm_config *cfg)
 {
 	uint64_t v;
+	int c;
 
 	switch (opt) {
 	case 'k': cfg->kernel = optarg; return 0;
@@ -541,12 +548,22 @@ static int parse_option(int opt, struct vm_config *cfg)
 		}
 		return disk_parse_option(optarg, &cfg->disks[cfg->nr_disks++]);
 	case OPT_TRANSPORT:
-		return parse_transport(optarg, &cfg->transport);
+		c = parse_choice("--virtio-transport", optarg, transport_words,
+				 ARRAY_SIZE(transport_words));
+		if (c < 0)
+			return -1;
+		cfg->transport = c;
+		return 0;
 	case OPT_DUMP_DTB:
 		cfg->dump_dtb = optarg;
 		return 0;
 	case OPT_IRQCHIP:
-		return parse_irqchip(optarg, &cfg->irqchip);
+		c = parse_choice("--irqchip", optarg, irqchip_words,
+				 ARRAY_SIZE(irqchip_words));
+		if (c < 0)
+			return -1;
+		cfg->irqchip = c;
+		return 0;
 	case OPT_POLL:
 		return virtio_poll_parse(optarg, &cfg->poll);
 	case OPT_IOTHREADS:
@@ -579,11 +596,11 @@ static int parse_option(int opt, struct vm_config *cfg)
 		cfg->timeout_s = v;
 		return 0;
 	case OPT_CONSOLE:
-		if (strcmp(optarg, "serial") && strcmp(optarg, "virtio")) {
-			pr_err("--console '%s': expected serial or virtio", optarg);
+		c = parse_choice("--console", optarg, console_words,
+				 ARRAY_SIZE(console_words));
+		if (c < 0)
 			return -1;
-		}
-		cfg->virtio_console = !strcmp(optarg, "virtio");
+		cfg->virtio_console = c == 1;
 		return 0;
 	default:
 		return -1;	/* getopt printed why */
