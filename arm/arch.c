@@ -53,16 +53,6 @@ struct arch_guest *arch_guest_open(const struct vm_config *cfg)
 		pr_err("--virtio-transport pci-legacy: legacy virtio-pci needs PCI I/O space, which the arm64 board lacks; use pci or mmio");
 		goto fail;
 	}
-	/* made now, before anything heavy: a bad path fails the run here */
-	if (cfg->dump_dtb) {
-		g->dtb_fd = open(cfg->dump_dtb,
-				 O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (g->dtb_fd < 0) {
-			pr_err("--dump-dtb '%s': %s", cfg->dump_dtb,
-			       strerror(errno));
-			goto fail;
-		}
-	}
 	if (map_file(cfg->kernel, "kernel", &g->image) ||
 	    arm64_image_parse(g->image.data, g->image.size, cfg->kernel,
 			      &g->hdr) ||
@@ -73,6 +63,19 @@ struct arch_guest *arch_guest_open(const struct vm_config *cfg)
 			      cfg->mem_mib * MiB, ARM_DTB_MAX,
 			      g->initrd.size, &l))
 		goto fail;
+	/*
+	 * Made before anything heavy, so a bad path fails the run here, but
+	 * after the kernel's checks: a kernel that is refused leaves no file.
+	 */
+	if (cfg->dump_dtb) {
+		g->dtb_fd = open(cfg->dump_dtb,
+				 O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (g->dtb_fd < 0) {
+			pr_err("--dump-dtb '%s': %s", cfg->dump_dtb,
+			       strerror(errno));
+			goto fail;
+		}
+	}
 	return g;
 fail:
 	arch_guest_close(g);

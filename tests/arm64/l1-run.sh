@@ -19,7 +19,7 @@ while IFS='|' read -r opts words <&3; do
 		-d /tmp/disk.img -n tap,tapif=t0,script=/tmp/ifup $opts \
 		-p "console=ttyS0 quiet panic=-1 $words"
 	echo "@@L1 exit=$?"
-	if [ -f /tmp/lkvm.dtb ]; then
+	if [ -e /tmp/lkvm.dtb ]; then
 		echo "@@L1 dtb=$(base64 -w0 /tmp/lkvm.dtb)"
 		rm -f /tmp/lkvm.dtb
 	fi
