@@ -17,6 +17,7 @@ import re
 import signal
 import struct
 import subprocess
+import fcntl
 import time
 from pathlib import Path
 
@@ -70,9 +71,29 @@ def spawn(image, gen, direct):
         stderr=subprocess.PIPE)
 
 
-def finish(proc):
+def wait_released(image, timeout=30):
+    """A killed lkvm is reaped before its io_uring requests are: the ring is
+    torn down afterwards, asynchronously, and writes still in flight land
+    then, while they hold the image's file (and so its OFD lock). The VMM
+    has died only once its lock is free; until then the image is not yet
+    what the kill left."""
+    end = time.monotonic() + timeout
+    with open(image, "rb+") as f:
+        while True:
+            try:
+                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.lockf(f, fcntl.LOCK_UN)
+                return
+            except OSError:
+                assert time.monotonic() < end, \
+                    f"{image} still locked {timeout} s after lkvm died"
+                time.sleep(0.01)
+
+
+def finish(proc, image):
     proc.send_signal(signal.SIGKILL)
     out, err = proc.communicate(timeout=30)
+    wait_released(image)
     flushed = [int(n) for n in FLUSHED.findall(out)]
     return proc.returncode, max(flushed, default=0), out, err
 
@@ -80,7 +101,7 @@ def finish(proc):
 def run_trial(image, gen, direct, delay):
     proc = spawn(image, gen, direct)
     time.sleep(delay)
-    return finish(proc)
+    return finish(proc, image)
 
 
 def calibrate(image, gen):
@@ -96,7 +117,7 @@ def calibrate(image, gen):
             break
         seen += line
     took = time.monotonic() - start
-    rc, _, out, err = finish(proc)
+    rc, _, out, err = finish(proc, image)
     out = seen + out
     flushed = max((int(n) for n in FLUSHED.findall(out)), default=0)
     return took, rc, flushed, out, err
