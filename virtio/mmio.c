@@ -26,6 +26,7 @@
 
 /* Register state is guarded by vdev->lock, except isr (atomic). */
 struct virtio_mmio {
+	struct virtio_transport transport;
 	struct bus_dev dev;
 	struct virtio_device *vdev;
 	struct vm *vm;
@@ -45,14 +46,19 @@ static int mmio_ioeventfd(struct virtio_mmio *m, struct virtio_queue *q,
 			    q->index, q->kick_fd, assign);
 }
 
-static int mmio_kick_attach(struct virtio_device *vdev, struct virtio_queue *q)
+static struct virtio_mmio *to_mmio(struct virtio_transport *t)
 {
-	return mmio_ioeventfd(vdev->transport_priv, q, true);
+	return container_of(t, struct virtio_mmio, transport);
 }
 
-static void mmio_kick_detach(struct virtio_device *vdev, struct virtio_queue *q)
+static int mmio_kick_attach(struct virtio_transport *t, struct virtio_queue *q)
 {
-	mmio_ioeventfd(vdev->transport_priv, q, false);
+	return mmio_ioeventfd(to_mmio(t), q, true);
+}
+
+static void mmio_kick_detach(struct virtio_transport *t, struct virtio_queue *q)
+{
+	mmio_ioeventfd(to_mmio(t), q, false);
 }
 
 static void mmio_interrupt(struct virtio_mmio *m, uint32_t why)
@@ -64,14 +70,14 @@ static void mmio_interrupt(struct virtio_mmio *m, uint32_t why)
 		pr_warn_once("virtio-mmio: irqfd: %s", strerror(errno));
 }
 
-static void mmio_signal_queue(struct virtio_device *vdev, struct virtio_queue *q)
+static void mmio_signal_queue(struct virtio_transport *t, struct virtio_queue *q)
 {
-	mmio_interrupt(vdev->transport_priv, VIRTIO_MMIO_INT_VRING);
+	mmio_interrupt(to_mmio(t), VIRTIO_MMIO_INT_VRING);
 }
 
-static void mmio_signal_config(struct virtio_device *vdev)
+static void mmio_signal_config(struct virtio_transport *t)
 {
-	mmio_interrupt(vdev->transport_priv, VIRTIO_MMIO_INT_CONFIG);
+	mmio_interrupt(to_mmio(t), VIRTIO_MMIO_INT_CONFIG);
 }
 
 static const struct virtio_transport_ops mmio_transport_ops = {
@@ -262,8 +268,8 @@ int virtio_mmio_create(struct vm *vm, struct virtio_device *vdev)
 		pr_err("virtio-mmio: cannot set up the interrupt");
 		return -1;
 	}
-	vdev->transport = &mmio_transport_ops;
-	vdev->transport_priv = m;
+	m->transport.ops = &mmio_transport_ops;
+	virtio_device_attach(vdev, &m->transport);
 	m->dev = (struct bus_dev) { .name = "virtio-mmio", .ops = &mmio_bus_ops,
 				    .priv = m };
 	if (bus_register(&vm->mmio, slot->base, slot->size, &m->dev))

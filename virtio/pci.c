@@ -87,6 +87,7 @@ struct msix_entry {
  * bits (atomics: set from the I/O thread, cleared by vCPUs).
  */
 struct virtio_pci {
+	struct virtio_transport transport;
 	struct pci_device pdev;
 	struct virtio_device *vdev;
 	struct vm *vm;
@@ -227,9 +228,14 @@ static uint8_t isr_read_and_clear(struct virtio_pci *vp)
 	return isr;
 }
 
-static void pci_signal_queue(struct virtio_device *vdev, struct virtio_queue *q)
+static struct virtio_pci *to_pci(struct virtio_transport *t)
 {
-	struct virtio_pci *vp = vdev->transport_priv;
+	return container_of(t, struct virtio_pci, transport);
+}
+
+static void pci_signal_queue(struct virtio_transport *t, struct virtio_queue *q)
+{
+	struct virtio_pci *vp = to_pci(t);
 
 	if (msix_enabled(vp))
 		msix_fire(vp, q->msix_vector);
@@ -237,9 +243,9 @@ static void pci_signal_queue(struct virtio_device *vdev, struct virtio_queue *q)
 		intx_raise(vp, VIRTIO_PCI_ISR_QUEUE);
 }
 
-static void pci_signal_config(struct virtio_device *vdev)
+static void pci_signal_config(struct virtio_transport *t)
 {
-	struct virtio_pci *vp = vdev->transport_priv;
+	struct virtio_pci *vp = to_pci(t);
 
 	if (msix_enabled(vp)) {
 		__atomic_fetch_or(&vp->isr, VIRTIO_PCI_ISR_CONFIG,
@@ -346,14 +352,14 @@ static int pci_ioeventfd(struct virtio_pci *vp, struct virtio_queue *q,
 			    q->index, q->kick_fd, assign);
 }
 
-static int pci_kick_attach(struct virtio_device *vdev, struct virtio_queue *q)
+static int pci_kick_attach(struct virtio_transport *t, struct virtio_queue *q)
 {
-	return pci_ioeventfd(vdev->transport_priv, q, true);
+	return pci_ioeventfd(to_pci(t), q, true);
 }
 
-static void pci_kick_detach(struct virtio_device *vdev, struct virtio_queue *q)
+static void pci_kick_detach(struct virtio_transport *t, struct virtio_queue *q)
 {
-	pci_ioeventfd(vdev->transport_priv, q, false);
+	pci_ioeventfd(to_pci(t), q, false);
 }
 
 static const struct virtio_transport_ops pci_transport_ops = {
@@ -784,39 +790,46 @@ static void setup_modern_caps(struct virtio_pci *vp)
 		       BAR4_DEVICE, 0x1000, 16);
 }
 
-/* Transitional device IDs (virtio 1.x, 4.1.2.1): not a formula. */
-static uint16_t legacy_device_id(uint32_t id)
+/*
+ * What the function says it is, by the device's type: its transitional
+ * device ID (virtio 1.x, 4.1.2.1: not a formula) and its class code.
+ */
+static const struct virtio_pci_id {
+	uint32_t device_id;
+	uint16_t legacy_id;
+	uint32_t class_code;
+} virtio_pci_ids[] = {
+	{ VIRTIO_ID_NET,	0x1000, 0x020000 },	/* network */
+	{ VIRTIO_ID_BLOCK,	0x1001, 0x010000 },	/* mass storage */
+	{ VIRTIO_ID_BALLOON,	0x1002, 0xff0000 },
+	{ VIRTIO_ID_CONSOLE,	0x1003, 0x078000 },	/* communication */
+	{ VIRTIO_ID_SCSI,	0x1004, 0x010000 },
+	{ VIRTIO_ID_RNG,	0x1005, 0xff0000 },
+	{ VIRTIO_ID_9P,		0x1009, 0xff0000 },
+};
+
+static struct virtio_pci_id pci_id_of(uint32_t device_id)
 {
-	switch (id) {
-	case VIRTIO_ID_NET:
-		return 0x1000;
-	case VIRTIO_ID_BLOCK:
-		return 0x1001;
-	case VIRTIO_ID_BALLOON:
-		return 0x1002;
-	case VIRTIO_ID_CONSOLE:
-		return 0x1003;
-	case VIRTIO_ID_SCSI:
-		return 0x1004;
-	case VIRTIO_ID_RNG:
-		return 0x1005;
-	case VIRTIO_ID_9P:
-		return 0x1009;
-	default:
-		return 0x103f;	/* the last of the transitional range */
-	}
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(virtio_pci_ids); i++)
+		if (virtio_pci_ids[i].device_id == device_id)
+			return virtio_pci_ids[i];
+	/* the last of the transitional range; "unclassified" */
+	return (struct virtio_pci_id) { device_id, 0x103f, 0xff0000 };
 }
 
-static void setup_config_space(struct virtio_pci *vp, uint32_t class_code)
+static void setup_config_space(struct virtio_pci *vp)
 {
 	struct pci_device *pdev = &vp->pdev;
 	uint8_t *cfg = pdev->cfg;
 	uint32_t id = vp->vdev->ops->device_id;
+	struct virtio_pci_id ids = pci_id_of(id);
 
 	put16(cfg + 0x00, PCI_VENDOR_REDHAT_QUMRANET);
-	put16(cfg + 0x02, vp->legacy ? legacy_device_id(id)
+	put16(cfg + 0x02, vp->legacy ? ids.legacy_id
 				     : PCI_DEVICE_MODERN_BASE + id);
-	put32(cfg + 0x08, (class_code << 8) | (vp->legacy ? 0 : 1));
+	put32(cfg + 0x08, (ids.class_code << 8) | (vp->legacy ? 0 : 1));
 	put16(cfg + 0x2c, PCI_VENDOR_REDHAT_QUMRANET);
 	put16(cfg + 0x2e, vp->legacy ? id : 0x1100);
 	cfg[CFG_INT_LINE] = vp->intx_gsi;
@@ -882,8 +895,7 @@ static int setup_intx(struct virtio_pci *vp)
 	return 0;
 }
 
-int virtio_pci_create(struct vm *vm, struct virtio_device *vdev, bool legacy,
-		      uint32_t class_code)
+int virtio_pci_create(struct vm *vm, struct virtio_device *vdev, bool legacy)
 {
 	struct virtio_pci *vp = vm_zalloc(vm, sizeof(*vp));
 
@@ -900,14 +912,14 @@ int virtio_pci_create(struct vm *vm, struct virtio_device *vdev, bool legacy,
 		.name = legacy ? "virtio-pci-legacy" : "virtio-pci",
 		.ops = &bar_ops, .priv = vp,
 	};
-	vdev->transport = &pci_transport_ops;
-	vdev->transport_priv = vp;
+	vp->transport.ops = &pci_transport_ops;
+	virtio_device_attach(vdev, &vp->transport);
 	vp->slot = pci_register_device(vm, &vp->pdev);
 	if (vp->slot < 0 || setup_vectors(vp) || setup_intx(vp)) {
 		pr_err("virtio-pci: cannot set up the device's interrupts");
 		return -1;
 	}
-	setup_config_space(vp, class_code);
+	setup_config_space(vp);
 	assign_bar(vp);
 	return 0;
 }

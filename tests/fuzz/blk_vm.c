@@ -11,6 +11,7 @@
 #include "lkvm/hw.h"
 #include "lkvm/irq.h"
 #include "lkvm/util.h"
+#include "lkvm/virtio/transport.h"
 #include "lkvm/x86/layout.h"
 #include "blk_vm.h"
 
@@ -58,14 +59,14 @@ static void setup_once(void)
 	snprintf(image_path, sizeof(image_path), "/proc/self/fd/%d", image_fd);
 }
 
-void blk_vm_start(struct blk_vm *v, enum virtio_transport transport,
+void blk_vm_start(struct blk_vm *v, enum virtio_transport_kind transport,
 		  unsigned int nr_queues)
 {
 	struct disk_config dc = { .path = image_path,
 				  .poll = VIRTIO_POLL_UNSET };
 	/* every request done by the time its notify returns, FLUSH too */
 	struct virtio_blk_options opts = {
-		.transport = transport, .nr_queues = nr_queues,
+		.nr_queues = nr_queues,
 		.use_ioeventfd = true, .pool = &v->pool, .aio = DISK_AIO_SYNC,
 	};
 	struct vm *vm = &v->fake.vm;
@@ -88,6 +89,11 @@ void blk_vm_start(struct blk_vm *v, enum virtio_transport transport,
 	v->blk = virtio_blk_create(vm, &opts);
 	CHECK(v->blk);
 	v->vdev = virtio_blk_device(v->blk);
+	if (transport == VIRTIO_TRANSPORT_MMIO)
+		CHECK(!virtio_mmio_create(vm, v->vdev));
+	else
+		CHECK(!virtio_pci_create(vm, v->vdev,
+					 transport == VIRTIO_TRANSPORT_PCI_LEGACY));
 	prev_status = 0;
 	prev_features = 0;
 }

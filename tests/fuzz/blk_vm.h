@@ -43,7 +43,7 @@ struct blk_vm {
 };
 
 /* A fresh VM and device; the RAM zeroed, the image too. */
-void blk_vm_start(struct blk_vm *v, enum virtio_transport transport,
+void blk_vm_start(struct blk_vm *v, enum virtio_transport_kind transport,
 		  unsigned int nr_queues);
 /* All of it gone, the descriptors the transport keeps for life too. */
 void blk_vm_stop(struct blk_vm *v);

@@ -6,9 +6,12 @@
  * device's I/O thread, or a notify exit with --no-ioeventfd) to the
  * device's queue handler and back to an interrupt.
  *
- * A device (blk, net, ...) fills a virtio_device_ops; a transport (mmio,
- * pci) fills a virtio_transport_ops and turns register accesses into the
- * calls below.
+ * A device (blk, net, ...) fills a virtio_device_ops. A transport (mmio,
+ * pci, or a test's own) wraps a device that is already made: it fills a
+ * virtio_transport, attaches it (virtio_device_attach), and turns the
+ * driver's register accesses into the calls below. The core calls back
+ * only through the virtio_transport_ops it was given: it knows no
+ * transport, and which one a device gets is the machine builder's choice.
  */
 #ifndef LKVM_VIRTIO_DEVICE_H
 #define LKVM_VIRTIO_DEVICE_H
@@ -95,13 +98,24 @@ struct virtio_device_ops {
 	void (*write_stats)(struct virtio_device *vdev, FILE *f);
 };
 
+struct virtio_transport;
+
 struct virtio_transport_ops {
 	/* Bind q->kick_fd to the queue's notify address (KVM_IOEVENTFD). */
-	int (*kick_attach)(struct virtio_device *vdev, struct virtio_queue *q);
-	void (*kick_detach)(struct virtio_device *vdev, struct virtio_queue *q);
+	int (*kick_attach)(struct virtio_transport *t, struct virtio_queue *q);
+	void (*kick_detach)(struct virtio_transport *t, struct virtio_queue *q);
 	/* Interrupt the driver: used buffers in q, or a config change. */
-	void (*signal_queue)(struct virtio_device *vdev, struct virtio_queue *q);
-	void (*signal_config)(struct virtio_device *vdev);
+	void (*signal_queue)(struct virtio_transport *t, struct virtio_queue *q);
+	void (*signal_config)(struct virtio_transport *t);
+};
+
+/*
+ * What a device meets its driver through. A transport embeds it in its own
+ * state (container_of() gets that back in the ops); it lives as long as
+ * the device.
+ */
+struct virtio_transport {
+	const struct virtio_transport_ops *ops;
 };
 
 /*
@@ -118,8 +132,7 @@ struct virtio_device {
 	struct vm *vm;
 	const struct virtio_device_ops *ops;
 	void *priv;
-	const struct virtio_transport_ops *transport;
-	void *transport_priv;
+	struct virtio_transport *transport;	/* set once, before the VM runs */
 	struct iothread *iothread;
 	bool use_ioeventfd;
 	struct virtio_poll_config poll_cfg;	/* fixed once created */
@@ -144,6 +157,42 @@ int virtio_device_init(struct virtio_device *vdev, struct vm *vm,
 		       const struct virtio_device_ops *ops, void *priv,
 		       unsigned int nr_queues, uint16_t queue_size,
 		       struct iothread *iothread, bool use_ioeventfd);
+
+/*
+ * Put the device on its transport; the transport calls it once it has made
+ * its registers, before any vCPU runs.
+ */
+void virtio_device_attach(struct virtio_device *vdev,
+			  struct virtio_transport *t);
+
+/*
+ * Where a small device (rng, console, balloon, 9p) is served: notifies
+ * through ioeventfds or vCPU exits, and shared I/O threads (NULL: a thread
+ * of its own).
+ */
+struct virtio_device_options {
+	bool use_ioeventfd;
+	struct iothread_pool *pool;
+};
+
+/*
+ * A small device's life, in three steps around its own set-up (config,
+ * features): virtio_device_setup() makes its I/O thread (*own, named
+ * thread_name, unless it uses the pool's, whose threads its queues are
+ * then dealt) and initialises vdev; virtio_device_go() starts *own (the
+ * machine builder puts the device on a transport after);
+ * virtio_device_teardown() stops both (pool threads have stopped before)
+ * and can be called twice, or after a failed set-up. Each returns -1
+ * (with a message) or 0.
+ */
+int virtio_device_setup(struct virtio_device *vdev, struct vm *vm,
+			const struct virtio_device_ops *ops, void *priv,
+			unsigned int nr_queues, uint16_t queue_size,
+			const struct virtio_device_options *opts,
+			const char *thread_name, struct iothread **own);
+int virtio_device_go(struct iothread *own);
+void virtio_device_teardown(struct virtio_device *vdev, struct iothread **own,
+			    bool *stopped);
 
 /* Transport entry points, called with vdev->lock NOT held. */
 uint8_t virtio_get_status(struct virtio_device *vdev);
