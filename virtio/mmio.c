@@ -87,19 +87,19 @@ static const struct virtio_transport_ops mmio_transport_ops = {
 	.signal_config = mmio_signal_config,
 };
 
-static struct virtio_queue *mmio_queue(struct virtio_mmio *m)
-{
-	struct virtio_device *vdev = m->vdev;
-
-	return m->queue_sel < vdev->nr_queues ? &vdev->queues[m->queue_sel]
-					      : NULL;
-}
+/* Write-only here: a driver reads none of them back (4.2.2). */
+static const struct virtio_queue_regs mmio_queue_regs = {
+	.size = VIRTIO_MMIO_QUEUE_NUM,
+	.desc = VIRTIO_MMIO_QUEUE_DESC_LOW,
+	.driver = VIRTIO_MMIO_QUEUE_AVAIL_LOW,
+	.device = VIRTIO_MMIO_QUEUE_USED_LOW,
+};
 
 /* Caller holds vdev->lock. */
 static uint32_t mmio_read_reg(struct virtio_mmio *m, uint64_t reg)
 {
 	struct virtio_device *vdev = m->vdev;
-	struct virtio_queue *q = mmio_queue(m);
+	struct virtio_queue *q = virtio_queue_at(vdev, m->queue_sel);
 
 	switch (reg) {
 	case VIRTIO_MMIO_MAGIC_VALUE:	return VIRTIO_MMIO_MAGIC;
@@ -122,41 +122,11 @@ static uint32_t mmio_read_reg(struct virtio_mmio *m, uint64_t reg)
 	}
 }
 
-static void set_lo(uint64_t *v, uint32_t lo)
-{
-	*v = (*v & ~0xffffffffULL) | lo;
-}
-
-static void set_hi(uint64_t *v, uint32_t hi)
-{
-	*v = (*v & 0xffffffffULL) | ((uint64_t)hi << 32);
-}
-
-/* Queue registers may change only while the queue is not ready. */
-static void mmio_write_queue_reg(struct virtio_queue *q, uint64_t reg,
-				 uint32_t val)
-{
-	if (!q || q->enabled)
-		return;
-	switch (reg) {
-	case VIRTIO_MMIO_QUEUE_NUM:
-		if (val && val <= q->max_size && !(val & (val - 1)))
-			q->size = val;
-		break;
-	case VIRTIO_MMIO_QUEUE_DESC_LOW:	set_lo(&q->desc_gpa, val); break;
-	case VIRTIO_MMIO_QUEUE_DESC_HIGH:	set_hi(&q->desc_gpa, val); break;
-	case VIRTIO_MMIO_QUEUE_AVAIL_LOW:	set_lo(&q->avail_gpa, val); break;
-	case VIRTIO_MMIO_QUEUE_AVAIL_HIGH:	set_hi(&q->avail_gpa, val); break;
-	case VIRTIO_MMIO_QUEUE_USED_LOW:	set_lo(&q->used_gpa, val); break;
-	case VIRTIO_MMIO_QUEUE_USED_HIGH:	set_hi(&q->used_gpa, val); break;
-	}
-}
-
 /* Caller holds vdev->lock. */
 static void mmio_write_reg(struct virtio_mmio *m, uint64_t reg, uint32_t val)
 {
 	struct virtio_device *vdev = m->vdev;
-	struct virtio_queue *q = mmio_queue(m);
+	struct virtio_queue *q = virtio_queue_at(vdev, m->queue_sel);
 
 	switch (reg) {
 	case VIRTIO_MMIO_DEVICE_FEATURES_SEL:
@@ -176,7 +146,7 @@ static void mmio_write_reg(struct virtio_mmio *m, uint64_t reg, uint32_t val)
 		__atomic_fetch_and(&m->isr, ~val, __ATOMIC_SEQ_CST);
 		break;
 	default:
-		mmio_write_queue_reg(q, reg, val);
+		virtio_queue_reg_write(&mmio_queue_regs, q, reg, val);
 	}
 }
 

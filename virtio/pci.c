@@ -371,10 +371,16 @@ static const struct virtio_transport_ops pci_transport_ops = {
 
 /* ---- the modern BAR ---- */
 
+static const struct virtio_queue_regs common_queue_regs = {
+	.size = VIRTIO_PCI_COMMON_Q_SIZE,
+	.desc = VIRTIO_PCI_COMMON_Q_DESCLO,
+	.driver = VIRTIO_PCI_COMMON_Q_AVAILLO,
+	.device = VIRTIO_PCI_COMMON_Q_USEDLO,
+};
+
 static struct virtio_queue *selected_queue(struct virtio_pci *vp)
 {
-	return vp->queue_sel < vp->vdev->nr_queues ?
-	       &vp->vdev->queues[vp->queue_sel] : NULL;
+	return virtio_queue_at(vp->vdev, vp->queue_sel);
 }
 
 /* Caller holds vdev->lock. */
@@ -398,30 +404,24 @@ static uint32_t common_read(struct virtio_pci *vp, unsigned int off)
 	case VIRTIO_PCI_COMMON_CFGGENERATION:
 		return virtio_config_generation(vdev);
 	case VIRTIO_PCI_COMMON_Q_SELECT:	return vp->queue_sel;
-	case VIRTIO_PCI_COMMON_Q_SIZE:		return q ? q->size : 0;
 	case VIRTIO_PCI_COMMON_Q_MSIX:
 		return q ? q->msix_vector : VIRTIO_NO_VECTOR;
 	case VIRTIO_PCI_COMMON_Q_ENABLE:	return q ? q->enabled : 0;
 	case VIRTIO_PCI_COMMON_Q_NOFF:		return q ? q->index : 0;
-	case VIRTIO_PCI_COMMON_Q_DESCLO:	return q ? (uint32_t)q->desc_gpa : 0;
-	case VIRTIO_PCI_COMMON_Q_DESCHI:	return q ? q->desc_gpa >> 32 : 0;
-	case VIRTIO_PCI_COMMON_Q_AVAILLO:	return q ? (uint32_t)q->avail_gpa : 0;
-	case VIRTIO_PCI_COMMON_Q_AVAILHI:	return q ? q->avail_gpa >> 32 : 0;
-	case VIRTIO_PCI_COMMON_Q_USEDLO:	return q ? (uint32_t)q->used_gpa : 0;
-	case VIRTIO_PCI_COMMON_Q_USEDHI:	return q ? q->used_gpa >> 32 : 0;
-	default:				return 0;
+	default:
+		return virtio_queue_reg_read(&common_queue_regs, q, off);
 	}
 }
-
-static void set_lo(uint64_t *v, uint32_t lo) { *v = (*v & ~0xffffffffULL) | lo; }
-static void set_hi(uint64_t *v, uint32_t hi) { *v = (*v & 0xffffffffULL) | ((uint64_t)hi << 32); }
 
 static uint16_t valid_vector(const struct virtio_pci *vp, uint32_t v)
 {
 	return v < vp->nr_vectors ? v : VIRTIO_NO_VECTOR;
 }
 
-/* Queue fields change only while the queue is disabled. Holds vdev->lock. */
+/*
+ * Enable (1 only: a driver never writes 0, 4.1.4.3.2) and the vector may be
+ * written any time; the rest by the core's rules. Holds vdev->lock.
+ */
 static void common_write_queue(struct virtio_pci *vp, struct virtio_queue *q,
 			       unsigned int off, uint32_t val)
 {
@@ -436,20 +436,7 @@ static void common_write_queue(struct virtio_pci *vp, struct virtio_queue *q,
 		q->msix_vector = valid_vector(vp, val);
 		return;
 	}
-	if (q->enabled)
-		return;
-	switch (off) {
-	case VIRTIO_PCI_COMMON_Q_SIZE:
-		if (val && val <= q->max_size && !(val & (val - 1)))
-			q->size = val;
-		break;
-	case VIRTIO_PCI_COMMON_Q_DESCLO:	set_lo(&q->desc_gpa, val); break;
-	case VIRTIO_PCI_COMMON_Q_DESCHI:	set_hi(&q->desc_gpa, val); break;
-	case VIRTIO_PCI_COMMON_Q_AVAILLO:	set_lo(&q->avail_gpa, val); break;
-	case VIRTIO_PCI_COMMON_Q_AVAILHI:	set_hi(&q->avail_gpa, val); break;
-	case VIRTIO_PCI_COMMON_Q_USEDLO:	set_lo(&q->used_gpa, val); break;
-	case VIRTIO_PCI_COMMON_Q_USEDHI:	set_hi(&q->used_gpa, val); break;
-	}
+	virtio_queue_reg_write(&common_queue_regs, q, off, val);
 }
 
 static void common_write(struct virtio_pci *vp, unsigned int off, uint32_t val)

@@ -477,6 +477,60 @@ static void test_pci_notify_follows_the_bar(void **state)
 	assert_int_equal(f->fake.nr_ioeventfds, 0);
 }
 
+static uint32_t common_rd(struct fixture *f, uint64_t bar, unsigned int off,
+			  unsigned int len)
+{
+	uint32_t v = 0;
+
+	bus_access(&f->fake.vm.mmio, bar + off, &v, len, false);
+	return v;
+}
+
+/* The same rules as virtio-mmio's, and the addresses read back. */
+static void test_pci_queue_registers(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t bar = cfg_rd(f, 1, 0x20) & ~0xfULL;
+	struct virtio_queue *q = &f->vdev.queues[1];
+
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_SELECT, 1, 2);
+	assert_int_equal(common_rd(f, bar, VIRTIO_PCI_COMMON_Q_SIZE, 2), 64);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_SIZE, 48, 2);	/* not a power of 2 */
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_SIZE, 128, 2);	/* above the maximum */
+	assert_int_equal(q->size, 64);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_SIZE, 16, 2);
+	assert_int_equal(common_rd(f, bar, VIRTIO_PCI_COMMON_Q_SIZE, 2), 16);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_DESCLO, 0x10000, 4);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_DESCHI, 0x7, 4);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_AVAILHI, 0x8, 4);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_AVAILLO, 0x11000, 4);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_USEDLO, 0x12000, 4);
+	assert_int_equal(q->desc_gpa, 0x700010000ULL);
+	assert_int_equal(q->avail_gpa, 0x800011000ULL);
+	assert_int_equal(q->used_gpa, 0x12000);
+	assert_int_equal(common_rd(f, bar, VIRTIO_PCI_COMMON_Q_DESCHI, 4), 7);
+	assert_int_equal(common_rd(f, bar, VIRTIO_PCI_COMMON_Q_AVAILLO, 4),
+			 0x11000);
+	/* Enabled: size and addresses are frozen, the vector is not. */
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_ENABLE, 1, 2);
+	assert_int_equal(common_rd(f, bar, VIRTIO_PCI_COMMON_Q_ENABLE, 2), 1);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_SIZE, 32, 2);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_USEDHI, 1, 4);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_MSIX, 2, 2);
+	assert_int_equal(q->size, 16);
+	assert_int_equal(q->used_gpa, 0x12000);
+	assert_int_equal(common_rd(f, bar, VIRTIO_PCI_COMMON_Q_MSIX, 2), 2);
+	/* 0 does not disable a queue on virtio-pci. */
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_ENABLE, 0, 2);
+	assert_true(q->enabled);
+	/* A queue past the last one reads as absent. */
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_SELECT, 5, 2);
+	assert_int_equal(common_rd(f, bar, VIRTIO_PCI_COMMON_Q_SIZE, 2), 0);
+	assert_int_equal(common_rd(f, bar, VIRTIO_PCI_COMMON_Q_MSIX, 2),
+			 VIRTIO_MSI_NO_VECTOR);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_DESCLO, 0x1000, 4); /* no crash */
+}
+
 static void test_pci_intx_follows_the_isr(void **state)
 {
 	struct fixture *f = *state;
@@ -580,6 +634,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pci_ids_follow_the_device_type, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_bar_moves_with_the_guest, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_notify_follows_the_bar, setup_pci, teardown),
+		cmocka_unit_test_setup_teardown(test_pci_queue_registers, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_intx_follows_the_isr, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_wide_status_write_resets_all, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_intx_line, setup_pci, teardown),

@@ -217,6 +217,28 @@ void virtio_config_changed(struct virtio_device *vdev, unsigned int offset,
 /* The driver (un)readied a queue; caller holds vdev->lock. */
 void virtio_queue_set_enabled(struct virtio_device *vdev,
 			      struct virtio_queue *q, bool enable);
+/*
+ * The queue registers every modern transport has, where they sit in its
+ * register file: a ring address's high half is 4 bytes after its low one.
+ * virtio/queue_regs.c keeps their rules (see there) for all transports.
+ */
+struct virtio_queue_regs {
+	unsigned int size;
+	unsigned int desc;
+	unsigned int driver;		/* the available ring */
+	unsigned int device;		/* the used ring */
+};
+
+/* Queue `index` (the driver's selector), or NULL past the last. */
+struct virtio_queue *virtio_queue_at(struct virtio_device *vdev,
+				     unsigned int index);
+/* One of those registers (0 for another offset, or no queue). */
+uint32_t virtio_queue_reg_read(const struct virtio_queue_regs *regs,
+			       struct virtio_queue *q, unsigned int off);
+/* A driver's write to one of them; caller holds vdev->lock. */
+void virtio_queue_reg_write(const struct virtio_queue_regs *regs,
+			    struct virtio_queue *q, unsigned int off,
+			    uint32_t val);
 /* A notify the vCPU saw itself (no ioeventfd): serve it right here. */
 void virtio_queue_notify(struct virtio_device *vdev, unsigned int index);
 
