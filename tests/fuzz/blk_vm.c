@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -181,6 +182,40 @@ void blk_vm_post_chain(struct blk_vm *v, unsigned int qi, struct input *in)
 	memcpy(avail + 4 + 2 * (idx % size), &head, 2);
 	idx++;
 	memcpy(avail + 2, &idx, 2);
+}
+
+void blk_vm_serve_kicks(struct blk_vm *v)
+{
+	unsigned int i;
+
+	for (i = 0; i < v->vdev->nr_queues; i++) {
+		struct virtio_queue *q = &v->vdev->queues[i];
+
+		if (q->kick_watched)
+			q->kick.handler(&q->kick, EPOLLIN);
+	}
+}
+
+void blk_vm_run(struct blk_vm *v, struct input *in,
+		void (*const *ops)(struct input *), unsigned int nr_ops,
+		void (*check)(void))
+{
+	unsigned int steps = 0;
+
+	while (in->n && steps++ < 256) {
+		uint8_t op = take8(in);
+
+		if (op >= 0xe0) {
+			blk_vm_fill_ram(v, in, take16(in), take8(in));
+			continue;
+		}
+		if (op >= 0xc0) {
+			blk_vm_post_chain(v, (op - 0xc0) % 5, in);
+			continue;
+		}
+		ops[op % nr_ops](in);
+		check();
+	}
 }
 
 /* A live queue's ring: served to the end, every popped chain pushed. */

@@ -60,6 +60,19 @@ void blk_vm_fill_ram(struct blk_vm *v, struct input *in, uint32_t off,
  */
 void blk_vm_post_chain(struct blk_vm *v, unsigned int q, struct input *in);
 
+/* Serve what the kicks' eventfds hold, as the I/O thread would. */
+void blk_vm_serve_kicks(struct blk_vm *v);
+
+/*
+ * A target's one loop over its input: up to 256 steps of one byte each,
+ * from 0xe0 RAM filled with input bytes (blk_vm_fill_ram), from 0xc0 a
+ * chain posted on a queue (blk_vm_post_chain), else ops[byte % nr_ops]
+ * (which takes what it needs from the input) and then check().
+ */
+void blk_vm_run(struct blk_vm *v, struct input *in,
+		void (*const *ops)(struct input *), unsigned int nr_ops,
+		void (*check)(void));
+
 /*
  * What holds whatever the guest did: the device status follows virtio
  * 2.1/3.1 (no DRIVER_OK on a modern driver without FEATURES_OK, no
