@@ -27,7 +27,7 @@ const char arch_default_params[] =
 	"console=ttyS0 panic=-1 8250.nr_uarts=1";
 
 /* As on x86: modern virtio-pci (MSI-X through the ITS, or INTx) */
-const enum virtio_transport arch_default_transport = VIRTIO_TRANSPORT_PCI;
+const enum virtio_transport_kind arch_default_transport = VIRTIO_TRANSPORT_PCI;
 
 unsigned int arch_ram_layout(uint64_t ram_bytes,
 			     uint64_t ranges[ARCH_MAX_RAM_RANGES][2])

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * User-requested devices: one virtio-blk per -d, one virtio-net per -n, a
- * virtio-rng with --rng, console, balloon, a virtio-9p per --9p, on the
- * chosen transport, each taking over the disk, backend or directory the
- * inputs opened, and with --iothreads the shared I/O threads that serve them.
+ * virtio-rng with --rng, console, balloon, a virtio-9p per --9p, each taking
+ * over the disk, backend or directory the inputs opened, and with
+ * --iothreads the shared I/O threads that serve them. Each device is made
+ * first, then wrapped in the transport --virtio-transport chose, in this
+ * order (which gives them their PCI slots or virtio-mmio slots).
  * Owned by the main thread, which creates them before the vCPUs start and
  * stops them after the vCPUs are gone.
  */
@@ -22,6 +24,7 @@
 #include "lkvm/virtio/balloon.h"
 #include "lkvm/virtio/console.h"
 #include "lkvm/virtio/rng.h"
+#include "lkvm/virtio/transport.h"
 #include "lkvm/vm.h"
 
 struct vm_devices {
@@ -47,13 +50,27 @@ struct vm_devices {
 	} small[3 + LKVM_MAX_SHARES];
 };
 
-static void add_small(struct vm_devices *d, const char *type,
-		      const char *what, const char *kconfig, const char *module,
-		      struct virtio_device *vdev)
+/* The transport the user chose, around a device that is made. */
+static int devices_attach(struct vm *vm, struct virtio_device *vdev)
+{
+	switch (vm->cfg->transport) {
+	case VIRTIO_TRANSPORT_MMIO:
+		return virtio_mmio_create(vm, vdev);
+	case VIRTIO_TRANSPORT_PCI_LEGACY:
+		return virtio_pci_create(vm, vdev, true);
+	default:
+		return virtio_pci_create(vm, vdev, false);
+	}
+}
+
+static int add_small(struct vm *vm, struct vm_devices *d, const char *type,
+		     const char *what, const char *kconfig, const char *module,
+		     struct virtio_device *vdev)
 {
 	d->small[d->nr_small++] = (struct small_device) {
 		type, what, kconfig, module, vdev,
 	};
+	return devices_attach(vm, vdev);
 }
 
 static const char *const transport_names[] = {
@@ -88,18 +105,21 @@ static int devices_create_nics(struct vm *vm, struct vm_devices *d,
 		struct virtio_net_options opts = {
 			.net = cfg->nics[i],
 			.backend = &in->nets[i],
-			.transport = cfg->transport,
 			.use_ioeventfd = !cfg->no_ioeventfd,
 			.poll = device_poll(cfg, cfg->nics[i].poll),
 			.pool = devices_pool(d),
 		};
+		struct virtio_net *net;
 
 		if (cfg->nics[i].mode == NET_MODE_NONE)
 			continue;
-		d->net[d->nr_net] = virtio_net_create(vm, &opts);
-		if (!d->net[d->nr_net])
+		net = virtio_net_create(vm, &opts);
+		if (!net)
 			return -1;
+		d->net[d->nr_net] = net;
 		d->net_cfg[d->nr_net++] = &cfg->nics[i];
+		if (devices_attach(vm, virtio_net_device(net)))
+			return -1;
 	}
 	return 0;
 }
@@ -120,9 +140,10 @@ static int devices_create_shares(struct vm *vm, struct vm_devices *d,
 		if (!p)
 			return -1;
 		d->shares[d->nr_shares++] = p;
-		add_small(d, "virtio-9p", "a virtio-9p share",
-			  "CONFIG_NET_9P_VIRTIO", "9pnet_virtio",
-			  virtio_9p_device(p));
+		if (add_small(vm, d, "virtio-9p", "a virtio-9p share",
+			      "CONFIG_NET_9P_VIRTIO", "9pnet_virtio",
+			      virtio_9p_device(p)))
+			return -1;
 	}
 	return 0;
 }
@@ -143,7 +164,6 @@ int devices_create(struct vm *vm, struct vm_inputs *in)
 	for (i = 0; i < in->nr_disks; i++) {
 		struct virtio_blk_options opts = {
 			.disk = &in->disks[i],
-			.transport = cfg->transport,
 			/* A queue per vCPU: no vCPU waits on another's. */
 			.nr_queues = MIN(cfg->nr_cpus, (unsigned int)VIRTIO_MAX_QUEUES - 1),
 			.use_ioeventfd = !cfg->no_ioeventfd,
@@ -156,35 +176,36 @@ int devices_create(struct vm *vm, struct vm_inputs *in)
 		if (!d->blk[i])
 			return -1;
 		d->nr_blk++;
+		if (devices_attach(vm, virtio_blk_device(d->blk[i])))
+			return -1;
 	}
 	if (devices_create_nics(vm, d, in))
 		return -1;
 	small = (struct virtio_device_options) {
-		.transport = cfg->transport,
 		.use_ioeventfd = !cfg->no_ioeventfd,
 		.pool = devices_pool(d),
 	};
 	if (cfg->rng) {
-		if (!(d->rng = virtio_rng_create(vm, &small)))
+		if (!(d->rng = virtio_rng_create(vm, &small)) ||
+		    add_small(vm, d, "virtio-rng", "its virtio-rng device",
+			      "CONFIG_HW_RANDOM_VIRTIO", "virtio_rng",
+			      virtio_rng_device(d->rng)))
 			return -1;
-		add_small(d, "virtio-rng", "its virtio-rng device",
-			  "CONFIG_HW_RANDOM_VIRTIO", "virtio_rng",
-			  virtio_rng_device(d->rng));
 	}
 	if (cfg->virtio_console) {
-		if (!(d->console = virtio_console_create(vm, &small)))
+		if (!(d->console = virtio_console_create(vm, &small)) ||
+		    add_small(vm, d, "virtio-console",
+			      "its virtio-console (hvc0), so its console output and input went nowhere",
+			      "CONFIG_VIRTIO_CONSOLE", "virtio_console",
+			      virtio_console_device(d->console)))
 			return -1;
-		add_small(d, "virtio-console",
-			  "its virtio-console (hvc0), so its console output and input went nowhere",
-			  "CONFIG_VIRTIO_CONSOLE", "virtio_console",
-			  virtio_console_device(d->console));
 	}
 	if (cfg->balloon) {
-		if (!(d->balloon = virtio_balloon_create(vm, &small)))
+		if (!(d->balloon = virtio_balloon_create(vm, &small)) ||
+		    add_small(vm, d, "virtio-balloon", "its virtio-balloon device",
+			      "CONFIG_VIRTIO_BALLOON", "virtio_balloon",
+			      virtio_balloon_device(d->balloon)))
 			return -1;
-		add_small(d, "virtio-balloon", "its virtio-balloon device",
-			  "CONFIG_VIRTIO_BALLOON", "virtio_balloon",
-			  virtio_balloon_device(d->balloon));
 	}
 	if (devices_create_shares(vm, d, in, &small))
 		return -1;

@@ -188,23 +188,13 @@ static const struct bus_ops pci_ecam_ops = {
 	.write = pci_ecam_write,
 };
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	memcpy(p, &v, 2);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
 static void pci_host_bridge_init(struct pci_device *b)
 {
-	put16(b->cfg + PCI_VENDOR_ID, HOST_BRIDGE_VENDOR);
-	put16(b->cfg + PCI_DEVICE_ID, HOST_BRIDGE_DEVICE);
-	put32(b->cfg + PCI_CLASS_REVISION, PCI_CLASS_BRIDGE_HOST << 8);
-	put16(b->cfg + PCI_SUBSYSTEM_VENDOR_ID, HOST_BRIDGE_VENDOR);
-	put16(b->cfg + PCI_SUBSYSTEM_ID, 0x1100);
+	pci_put16(b->cfg + PCI_VENDOR_ID, HOST_BRIDGE_VENDOR);
+	pci_put16(b->cfg + PCI_DEVICE_ID, HOST_BRIDGE_DEVICE);
+	pci_put32(b->cfg + PCI_CLASS_REVISION, PCI_CLASS_BRIDGE_HOST << 8);
+	pci_put16(b->cfg + PCI_SUBSYSTEM_VENDOR_ID, HOST_BRIDGE_VENDOR);
+	pci_put16(b->cfg + PCI_SUBSYSTEM_ID, 0x1100);
 	b->wmask[PCI_COMMAND] = 0x07;	/* I/O, memory, bus master */
 }
 

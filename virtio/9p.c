@@ -22,7 +22,6 @@
 #include "lkvm/vm.h"
 
 #define P9_QUEUE_SIZE		128
-#define PCI_CLASS_OTHER		0xff0000
 
 /*
  * Created by the main thread; the server and both buffers belong to
@@ -121,7 +120,7 @@ struct virtio_9p *virtio_9p_create(struct vm *vm,
 	p->vdev.host_features |= 1ull << VIRTIO_9P_MOUNT_TAG;
 	p->vdev.config = (uint8_t *)&p->config;
 	p->vdev.config_size = sizeof(p->config.tag_len) + tag_len;
-	if (virtio_device_go(&p->vdev, opts, PCI_CLASS_OTHER, p->iothread))
+	if (virtio_device_go(p->iothread))
 		goto fail;
 	return p;
 fail:

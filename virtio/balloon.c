@@ -28,7 +28,6 @@
 #define BALLOON_INFLATEQ	0
 #define BALLOON_DEFLATEQ	1
 #define BALLOON_PAGE		(1ULL << VIRTIO_BALLOON_PFN_SHIFT)
-#define PCI_CLASS_OTHER		0xff0000
 
 /*
  * Created by the main thread. Each queue is served under its lock, and
@@ -182,7 +181,7 @@ struct virtio_balloon *virtio_balloon_create(struct vm *vm,
 		goto fail;
 	b->vdev.config = (uint8_t *)&b->config;
 	b->vdev.config_size = sizeof(b->config);
-	if (virtio_device_go(&b->vdev, opts, PCI_CLASS_OTHER, b->iothread))
+	if (virtio_device_go(b->iothread))
 		goto fail;
 	return b;
 fail:

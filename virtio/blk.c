@@ -26,7 +26,6 @@
 #include "lkvm/vm.h"
 
 #define BLK_SECTOR		512ULL
-#define PCI_CLASS_STORAGE_SCSI	0x010000
 #define BLK_QUEUE_SIZE		256
 #define BLK_SEG_MAX		(BLK_QUEUE_SIZE - 2)	/* header + status */
 #define BLK_SIZE_MAX		(1U << 20)
@@ -687,11 +686,7 @@ struct virtio_blk *virtio_blk_create(struct vm *vm,
 	blk_fill_config(blk, nr_queues);
 	blk->vdev.config = (uint8_t *)&blk->config;
 	blk->vdev.config_size = sizeof(blk->config);
-	if (virtio_transport_attach(vm, &blk->vdev, opts->transport,
-				    PCI_CLASS_STORAGE_SCSI,
-				    opts->custom_transport,
-				    opts->custom_transport_priv) ||
-	    (blk->iothread && iothread_start(blk->iothread)))
+	if (blk->iothread && iothread_start(blk->iothread))
 		goto fail;
 	return blk;
 fail:

@@ -32,7 +32,6 @@
 #define CON_IN_BUF		4096
 #define CON_RXQ			0
 #define CON_TXQ			1
-#define PCI_CLASS_COMM_OTHER	0x078000
 /* More segments than this in one output chain are written piece by piece. */
 #define CON_TX_IOV		64
 
@@ -300,8 +299,7 @@ struct virtio_console *virtio_console_create(struct vm *vm,
 	con->vdev.config = (uint8_t *)&con->config;
 	con->vdev.config_size = sizeof(con->config);
 	if (con_setup_room(con) ||
-	    virtio_device_go(&con->vdev, opts, PCI_CLASS_COMM_OTHER,
-			     con->iothread))
+	    virtio_device_go(con->iothread))
 		goto fail;
 	console_set_sink(con_input, con_break, con);
 	return con;

@@ -15,7 +15,6 @@
 
 #include "lkvm/util.h"
 #include "lkvm/virtio/device.h"
-#include "lkvm/virtio/transport.h"
 #include "lkvm/vm.h"
 
 #ifndef VIRTIO_F_VERSION_1
@@ -26,6 +25,17 @@
 #define VIRTIO_CORE_FEATURES	((1ULL << VIRTIO_F_VERSION_1) |		\
 				 (1ULL << VIRTIO_RING_F_INDIRECT_DESC) |	\
 				 (1ULL << VIRTIO_RING_F_EVENT_IDX))
+
+void virtio_device_attach(struct virtio_device *vdev,
+			  struct virtio_transport *t)
+{
+	vdev->transport = t;
+}
+
+static void signal_config(struct virtio_device *vdev)
+{
+	vdev->transport->ops->signal_config(vdev->transport);
+}
 
 /*
  * The queue's ioeventfd fired. The fd is the queue's for the device's
@@ -110,7 +120,7 @@ static void virtio_queue_stop(struct virtio_device *vdev,
 	if (vdev->use_ioeventfd) {
 		uint64_t count;
 
-		vdev->transport->kick_detach(vdev, q);
+		vdev->transport->ops->kick_detach(vdev->transport, q);
 		/* Kicks KVM signalled that the loop had not read yet. */
 		if (read(q->kick_fd, &count, sizeof(count)) == sizeof(count))
 			q->kicks_eventfd += count;
@@ -161,7 +171,7 @@ static int virtio_queue_start(struct virtio_device *vdev,
 	}
 	if (vdev->use_ioeventfd &&
 	    (virtio_queue_watch(vdev, q) ||
-	     vdev->transport->kick_attach(vdev, q))) {
+	     vdev->transport->ops->kick_attach(vdev->transport, q))) {
 		virtq_exit(&q->ring);
 		return -1;
 	}
@@ -193,7 +203,7 @@ static void virtio_start_queues(struct virtio_device *vdev)
 			__atomic_fetch_or(&vdev->status,
 					  VIRTIO_CONFIG_S_NEEDS_RESET,
 					  __ATOMIC_SEQ_CST);
-			vdev->transport->signal_config(vdev);
+			signal_config(vdev);
 		}
 	}
 }
@@ -217,7 +227,7 @@ void virtio_queue_set_enabled(struct virtio_device *vdev,
 	if (ret) {
 		__atomic_fetch_or(&vdev->status, VIRTIO_CONFIG_S_NEEDS_RESET,
 				  __ATOMIC_SEQ_CST);
-		vdev->transport->signal_config(vdev);
+		signal_config(vdev);
 	}
 }
 
@@ -396,7 +406,7 @@ void virtio_config_changed(struct virtio_device *vdev, unsigned int offset,
 {
 	if (virtio_config_update(vdev, offset, data, len) &&
 	    (virtio_get_status(vdev) & VIRTIO_CONFIG_S_DRIVER_OK))
-		vdev->transport->signal_config(vdev);
+		signal_config(vdev);
 }
 
 void virtio_queue_notify(struct virtio_device *vdev, unsigned int index)
@@ -417,7 +427,7 @@ void virtio_queue_publish(struct virtio_device *vdev, struct virtio_queue *q)
 {
 	if (virtq_publish(&q->ring)) {
 		q->interrupts++;
-		vdev->transport->signal_queue(vdev, q);
+		vdev->transport->ops->signal_queue(vdev->transport, q);
 	}
 }
 
@@ -499,7 +509,7 @@ void virtio_device_broken(struct virtio_device *vdev, struct virtio_queue *q,
 	else
 		pr_debug("virtio-%s: queue %u: %s: device needs a reset",
 			 vdev->ops->name, q ? q->index : 0, why);
-	vdev->transport->signal_config(vdev);
+	signal_config(vdev);
 }
 
 void virtio_device_write_queue_stats(const struct virtio_device *vdev,
@@ -525,26 +535,6 @@ void virtio_device_write_queue_stats(const struct virtio_device *vdev,
 	fprintf(f, "]");
 }
 
-int virtio_transport_attach(struct vm *vm, struct virtio_device *vdev,
-			    enum virtio_transport transport, uint32_t pci_class,
-			    const struct virtio_transport_ops *custom,
-			    void *custom_priv)
-{
-	if (custom) {
-		vdev->transport = custom;
-		vdev->transport_priv = custom_priv;
-		return 0;
-	}
-	switch (transport) {
-	case VIRTIO_TRANSPORT_MMIO:
-		return virtio_mmio_create(vm, vdev);
-	case VIRTIO_TRANSPORT_PCI_LEGACY:
-		return virtio_pci_create(vm, vdev, true, pci_class);
-	default:
-		return virtio_pci_create(vm, vdev, false, pci_class);
-	}
-}
-
 int virtio_device_setup(struct virtio_device *vdev, struct vm *vm,
 			const struct virtio_device_ops *ops, void *priv,
 			unsigned int nr_queues, uint16_t queue_size,
@@ -567,13 +557,8 @@ int virtio_device_setup(struct virtio_device *vdev, struct vm *vm,
 	return 0;
 }
 
-int virtio_device_go(struct virtio_device *vdev,
-		     const struct virtio_device_options *opts,
-		     uint32_t pci_class, struct iothread *own)
+int virtio_device_go(struct iothread *own)
 {
-	if (virtio_transport_attach(vdev->vm, vdev, opts->transport, pci_class,
-				    NULL, NULL))
-		return -1;
 	return own ? iothread_start(own) : 0;
 }
 

@@ -26,6 +26,7 @@
 
 /* Register state is guarded by vdev->lock, except isr (atomic). */
 struct virtio_mmio {
+	struct virtio_transport transport;
 	struct bus_dev dev;
 	struct virtio_device *vdev;
 	struct vm *vm;
@@ -45,14 +46,19 @@ static int mmio_ioeventfd(struct virtio_mmio *m, struct virtio_queue *q,
 			    q->index, q->kick_fd, assign);
 }
 
-static int mmio_kick_attach(struct virtio_device *vdev, struct virtio_queue *q)
+static struct virtio_mmio *to_mmio(struct virtio_transport *t)
 {
-	return mmio_ioeventfd(vdev->transport_priv, q, true);
+	return container_of(t, struct virtio_mmio, transport);
 }
 
-static void mmio_kick_detach(struct virtio_device *vdev, struct virtio_queue *q)
+static int mmio_kick_attach(struct virtio_transport *t, struct virtio_queue *q)
 {
-	mmio_ioeventfd(vdev->transport_priv, q, false);
+	return mmio_ioeventfd(to_mmio(t), q, true);
+}
+
+static void mmio_kick_detach(struct virtio_transport *t, struct virtio_queue *q)
+{
+	mmio_ioeventfd(to_mmio(t), q, false);
 }
 
 static void mmio_interrupt(struct virtio_mmio *m, uint32_t why)
@@ -64,14 +70,14 @@ static void mmio_interrupt(struct virtio_mmio *m, uint32_t why)
 		pr_warn_once("virtio-mmio: irqfd: %s", strerror(errno));
 }
 
-static void mmio_signal_queue(struct virtio_device *vdev, struct virtio_queue *q)
+static void mmio_signal_queue(struct virtio_transport *t, struct virtio_queue *q)
 {
-	mmio_interrupt(vdev->transport_priv, VIRTIO_MMIO_INT_VRING);
+	mmio_interrupt(to_mmio(t), VIRTIO_MMIO_INT_VRING);
 }
 
-static void mmio_signal_config(struct virtio_device *vdev)
+static void mmio_signal_config(struct virtio_transport *t)
 {
-	mmio_interrupt(vdev->transport_priv, VIRTIO_MMIO_INT_CONFIG);
+	mmio_interrupt(to_mmio(t), VIRTIO_MMIO_INT_CONFIG);
 }
 
 static const struct virtio_transport_ops mmio_transport_ops = {
@@ -81,19 +87,19 @@ static const struct virtio_transport_ops mmio_transport_ops = {
 	.signal_config = mmio_signal_config,
 };
 
-static struct virtio_queue *mmio_queue(struct virtio_mmio *m)
-{
-	struct virtio_device *vdev = m->vdev;
-
-	return m->queue_sel < vdev->nr_queues ? &vdev->queues[m->queue_sel]
-					      : NULL;
-}
+/* Write-only here: a driver reads none of them back (4.2.2). */
+static const struct virtio_queue_regs mmio_queue_regs = {
+	.size = VIRTIO_MMIO_QUEUE_NUM,
+	.desc = VIRTIO_MMIO_QUEUE_DESC_LOW,
+	.driver = VIRTIO_MMIO_QUEUE_AVAIL_LOW,
+	.device = VIRTIO_MMIO_QUEUE_USED_LOW,
+};
 
 /* Caller holds vdev->lock. */
 static uint32_t mmio_read_reg(struct virtio_mmio *m, uint64_t reg)
 {
 	struct virtio_device *vdev = m->vdev;
-	struct virtio_queue *q = mmio_queue(m);
+	struct virtio_queue *q = virtio_queue_at(vdev, m->queue_sel);
 
 	switch (reg) {
 	case VIRTIO_MMIO_MAGIC_VALUE:	return VIRTIO_MMIO_MAGIC;
@@ -116,41 +122,11 @@ static uint32_t mmio_read_reg(struct virtio_mmio *m, uint64_t reg)
 	}
 }
 
-static void set_lo(uint64_t *v, uint32_t lo)
-{
-	*v = (*v & ~0xffffffffULL) | lo;
-}
-
-static void set_hi(uint64_t *v, uint32_t hi)
-{
-	*v = (*v & 0xffffffffULL) | ((uint64_t)hi << 32);
-}
-
-/* Queue registers may change only while the queue is not ready. */
-static void mmio_write_queue_reg(struct virtio_queue *q, uint64_t reg,
-				 uint32_t val)
-{
-	if (!q || q->enabled)
-		return;
-	switch (reg) {
-	case VIRTIO_MMIO_QUEUE_NUM:
-		if (val && val <= q->max_size && !(val & (val - 1)))
-			q->size = val;
-		break;
-	case VIRTIO_MMIO_QUEUE_DESC_LOW:	set_lo(&q->desc_gpa, val); break;
-	case VIRTIO_MMIO_QUEUE_DESC_HIGH:	set_hi(&q->desc_gpa, val); break;
-	case VIRTIO_MMIO_QUEUE_AVAIL_LOW:	set_lo(&q->avail_gpa, val); break;
-	case VIRTIO_MMIO_QUEUE_AVAIL_HIGH:	set_hi(&q->avail_gpa, val); break;
-	case VIRTIO_MMIO_QUEUE_USED_LOW:	set_lo(&q->used_gpa, val); break;
-	case VIRTIO_MMIO_QUEUE_USED_HIGH:	set_hi(&q->used_gpa, val); break;
-	}
-}
-
 /* Caller holds vdev->lock. */
 static void mmio_write_reg(struct virtio_mmio *m, uint64_t reg, uint32_t val)
 {
 	struct virtio_device *vdev = m->vdev;
-	struct virtio_queue *q = mmio_queue(m);
+	struct virtio_queue *q = virtio_queue_at(vdev, m->queue_sel);
 
 	switch (reg) {
 	case VIRTIO_MMIO_DEVICE_FEATURES_SEL:
@@ -170,7 +146,7 @@ static void mmio_write_reg(struct virtio_mmio *m, uint64_t reg, uint32_t val)
 		__atomic_fetch_and(&m->isr, ~val, __ATOMIC_SEQ_CST);
 		break;
 	default:
-		mmio_write_queue_reg(q, reg, val);
+		virtio_queue_reg_write(&mmio_queue_regs, q, reg, val);
 	}
 }
 
@@ -262,8 +238,8 @@ int virtio_mmio_create(struct vm *vm, struct virtio_device *vdev)
 		pr_err("virtio-mmio: cannot set up the interrupt");
 		return -1;
 	}
-	vdev->transport = &mmio_transport_ops;
-	vdev->transport_priv = m;
+	m->transport.ops = &mmio_transport_ops;
+	virtio_device_attach(vdev, &m->transport);
 	m->dev = (struct bus_dev) { .name = "virtio-mmio", .ops = &mmio_bus_ops,
 				    .priv = m };
 	if (bus_register(&vm->mmio, slot->base, slot->size, &m->dev))

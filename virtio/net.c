@@ -35,7 +35,6 @@
 
 #define NET_QUEUE_SIZE		256
 #define NET_HDR_LEN_LEGACY	10	/* virtio_net_hdr: legacy, no MRG_RXBUF */
-#define PCI_CLASS_NETWORK	0x020000
 
 enum net_queue_role { NET_QUEUE_RX, NET_QUEUE_TX, NET_QUEUE_CTRL,
 		      NET_QUEUE_UNUSED };
@@ -476,10 +475,7 @@ struct virtio_net *virtio_net_create(struct vm *vm,
 	virtio_device_set_poll(&net->vdev, &opts->poll);
 	net_bind_queues(net);
 	net_init_config(net, opts->net.mac);
-	if (virtio_transport_attach(vm, &net->vdev, opts->transport,
-				    PCI_CLASS_NETWORK, opts->custom_transport,
-				    opts->custom_transport_priv) ||
-	    net_start_pairs(net))
+	if (net_start_pairs(net))
 		goto fail;
 	return net;
 fail:

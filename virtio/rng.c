@@ -17,7 +17,6 @@
 
 #define RNG_QUEUE_SIZE		64
 #define RNG_MAX_PER_CHAIN	(64 * 1024)
-#define PCI_CLASS_OTHER		0xff0000
 
 /*
  * Created by the main thread; the queue is served (under its lock) by
@@ -86,7 +85,7 @@ struct virtio_rng *virtio_rng_create(struct vm *vm,
 		return NULL;
 	if (virtio_device_setup(&rng->vdev, vm, &rng_ops, rng, 1,
 				RNG_QUEUE_SIZE, opts, "rng-io", &rng->iothread) ||
-	    virtio_device_go(&rng->vdev, opts, PCI_CLASS_OTHER, rng->iothread)) {
+	    virtio_device_go(rng->iothread)) {
 		virtio_device_teardown(&rng->vdev, &rng->iothread, &rng->stopped);
 		return NULL;
 	}

@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <stdint.h>
 
-#include "lkvm/virtio/transport.h"
+#include "lkvm/virtio/transport_kind.h"
 
 struct vm;
 struct vcpu;
@@ -75,6 +75,6 @@ int arch_kvm_is_software(int kvm_fd);
 /* The default console device name and command line for a kernel. */
 extern const char arch_default_params[];
 /* How virtio devices appear when --virtio-transport is not given. */
-extern const enum virtio_transport arch_default_transport;
+extern const enum virtio_transport_kind arch_default_transport;
 
 #endif

@@ -29,6 +29,29 @@ struct pci_device {
 	void *priv;
 };
 
+/* Config space fields are little-endian and need not be aligned. */
+static inline uint16_t pci_get16(const uint8_t *p)
+{
+	return p[0] | p[1] << 8;
+}
+
+static inline uint32_t pci_get32(const uint8_t *p)
+{
+	return pci_get16(p) | (uint32_t)pci_get16(p + 2) << 16;
+}
+
+static inline void pci_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v;
+	p[1] = v >> 8;
+}
+
+static inline void pci_put32(uint8_t *p, uint32_t v)
+{
+	pci_put16(p, v);
+	pci_put16(p + 2, v >> 16);
+}
+
 struct vm;
 
 /* Put pdev in a free slot of bus 0; returns the slot or -1. */

@@ -15,6 +15,9 @@
 #define ALIGN_DOWN(x, a)	((x) & ~((__typeof__(x))(a) - 1))
 #define MIN(a, b)		((a) < (b) ? (a) : (b))
 #define MAX(a, b)		((a) > (b) ? (a) : (b))
+/* The structure that embeds *ptr as its member. */
+#define container_of(ptr, type, member)					\
+	((type *)((char *)(ptr) - offsetof(type, member)))
 #define KiB			(1024ULL)
 #define MiB			(1024ULL * KiB)
 #define GiB			(1024ULL * MiB)

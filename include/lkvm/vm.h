@@ -19,7 +19,7 @@
 #include "lkvm/disk.h"
 #include "lkvm/guest_mem.h"
 #include "lkvm/net.h"
-#include "lkvm/virtio/transport.h"
+#include "lkvm/virtio/transport_kind.h"
 
 /* Exit statuses of `lkvm run`; a guest may also choose any 0-255 itself. */
 #define EXIT_POWEROFF		0	/* guest powered off (ACPI S5) */
@@ -72,7 +72,7 @@ struct vm_config {
 	unsigned int nr_shares;
 	struct share_config shares[LKVM_MAX_SHARES];
 	bool root_share;		/* -d DIR: shares[0] is the root fs */
-	enum virtio_transport transport;
+	enum virtio_transport_kind transport;
 	enum vm_irqchip irqchip;	/* --irqchip: arm64's GIC version */
 	const char *dump_dtb;		/* --dump-dtb: arm64's tree, also here */
 	bool rng;			/* --rng: a virtio-rng device */

@@ -156,8 +156,6 @@ int main(int argc, char **argv)
 	struct virtio_blk_options opts = {
 		.use_ioeventfd = true,
 		.nr_queues = 1,
-		.custom_transport = &ring_driver_transport,
-		.custom_transport_priv = &b.rd,
 	};
 	struct disk_config disk_cfg;
 	struct virtio_blk *blk;
@@ -190,7 +188,7 @@ int main(int argc, char **argv)
 	blk = virtio_blk_create(&vm, &opts);
 	if (!blk)
 		return 1;
-	b.rd.vdev = virtio_blk_device(blk);
+	ring_driver_attach(&b.rd, virtio_blk_device(blk));
 	b.sectors = ((struct virtio_blk_config *)b.rd.vdev->config)->capacity;
 	if (b.sectors < (uint64_t)b.qd * b.bs / 512) {
 		fprintf(stderr, "image too small\n");

@@ -633,7 +633,6 @@ static int run_lkvm(const struct mode *m, double seconds, struct flow *fl,
 	struct vm_config cfg = { .nr_cpus = 1 };
 	struct virtio_net_options opts = {
 		.net = { .mode = NET_MODE_TAP, .tapif = TAP_NAME, .queues = 1 },
-		.transport = VIRTIO_TRANSPORT_MMIO,
 		.use_ioeventfd = true,
 		.poll = *poll,
 	};
@@ -647,8 +646,6 @@ static int run_lkvm(const struct mode *m, double seconds, struct flow *fl,
 	int ifindex;
 
 	memcpy(opts.net.mac, guest_mac, 6);
-	opts.custom_transport = &ring_driver_transport;
-	opts.custom_transport_priv = &b.rd;
 	/* No KVM and no vCPU: the device only needs the memory map. */
 	if (vm_init(&vm, &cfg)) {
 		fprintf(stderr, "cannot create a VM for the device\n");
@@ -662,7 +659,7 @@ static int run_lkvm(const struct mode *m, double seconds, struct flow *fl,
 	net = virtio_net_create(&vm, &opts);
 	if (!net || tap_configure(TAP_NAME, tap_mac, &ifindex))
 		return -1;
-	b.rd.vdev = virtio_net_device(net);
+	ring_driver_attach(&b.rd, virtio_net_device(net));
 	/* TX frames: to the tap's MAC, for a peer the stack will not route. */
 	b.frame_len = build_frame(b.rd.mem + FRAME_OFF, HDR_LEN, m->big, tap_mac,
 				  guest_mac, 0x0a000002, 0x0a000003);

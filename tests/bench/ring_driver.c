@@ -36,33 +36,40 @@ static void efd_wait(int fd, int timeout_ms)
 
 /* ---- the transport: kicks are written by the driver thread itself ---- */
 
-static int rd_kick_attach(struct virtio_device *vdev, struct virtio_queue *q)
+static int rd_kick_attach(struct virtio_transport *t, struct virtio_queue *q)
 {
 	return 0;	/* the driver thread writes q->kick_fd itself */
 }
 
-static void rd_kick_detach(struct virtio_device *vdev, struct virtio_queue *q)
+static void rd_kick_detach(struct virtio_transport *t, struct virtio_queue *q)
 {
 }
 
-static void rd_signal_queue(struct virtio_device *vdev, struct virtio_queue *q)
+static void rd_signal_queue(struct virtio_transport *t, struct virtio_queue *q)
 {
-	struct ring_driver *rd = vdev->transport_priv;
+	struct ring_driver *rd = container_of(t, struct ring_driver, transport);
 
 	if (q == rd->q)
 		efd_signal(rd->irq_fd);
 }
 
-static void rd_signal_config(struct virtio_device *vdev)
+static void rd_signal_config(struct virtio_transport *t)
 {
 }
 
-const struct virtio_transport_ops ring_driver_transport = {
+static const struct virtio_transport_ops ring_driver_ops = {
 	.kick_attach = rd_kick_attach,
 	.kick_detach = rd_kick_detach,
 	.signal_queue = rd_signal_queue,
 	.signal_config = rd_signal_config,
 };
+
+void ring_driver_attach(struct ring_driver *rd, struct virtio_device *vdev)
+{
+	rd->vdev = vdev;
+	rd->transport.ops = &ring_driver_ops;
+	virtio_device_attach(vdev, &rd->transport);
+}
 
 /* ---- the driver ---- */
 

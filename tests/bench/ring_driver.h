@@ -6,7 +6,7 @@
  * the driver on split rings in fake guest memory, as Linux's tools/virtio
  * ring tests do: it kicks the device through the queue's eventfd (what KVM
  * does on a guest notify) and waits on an eventfd the device signals
- * through ring_driver_transport (what an irqfd would carry). The device is
+ * through the ring driver's own transport (what an irqfd would carry). The device is
  * one of lkvm's own, served by its I/O thread.
  *
  * The fake guest memory starts at RING_GPA_BASE; queue i's rings sit at
@@ -31,6 +31,7 @@
 #define RING_AREA	0x10000		/* one queue's rings */
 
 struct ring_driver {
+	struct virtio_transport transport;	/* the device's, once attached */
 	uint8_t *mem;			/* the fake guest memory */
 	struct virtio_device *vdev;
 	struct virtio_queue *q;		/* the queue driven */
@@ -45,8 +46,11 @@ struct ring_driver {
 	uint64_t kicks;			/* notifies the driver sent */
 };
 
-/* For the device's custom_transport, with the ring_driver as its priv. */
-extern const struct virtio_transport_ops ring_driver_transport;
+/*
+ * Drive vdev (made, not yet on a transport): the ring driver becomes its
+ * transport, and its interrupts come to rd->irq_fd.
+ */
+void ring_driver_attach(struct ring_driver *rd, struct virtio_device *vdev);
 
 /*
  * Maps size bytes of fake guest memory into vm's memory map at

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include "lkvm/hw.h"
 #include "lkvm/irq.h"
 #include "lkvm/util.h"
+#include "lkvm/virtio/transport.h"
 #include "lkvm/x86/layout.h"
 #include "blk_vm.h"
 
@@ -58,14 +60,14 @@ static void setup_once(void)
 	snprintf(image_path, sizeof(image_path), "/proc/self/fd/%d", image_fd);
 }
 
-void blk_vm_start(struct blk_vm *v, enum virtio_transport transport,
+void blk_vm_start(struct blk_vm *v, enum virtio_transport_kind transport,
 		  unsigned int nr_queues)
 {
 	struct disk_config dc = { .path = image_path,
 				  .poll = VIRTIO_POLL_UNSET };
 	/* every request done by the time its notify returns, FLUSH too */
 	struct virtio_blk_options opts = {
-		.transport = transport, .nr_queues = nr_queues,
+		.nr_queues = nr_queues,
 		.use_ioeventfd = true, .pool = &v->pool, .aio = DISK_AIO_SYNC,
 	};
 	struct vm *vm = &v->fake.vm;
@@ -88,6 +90,11 @@ void blk_vm_start(struct blk_vm *v, enum virtio_transport transport,
 	v->blk = virtio_blk_create(vm, &opts);
 	CHECK(v->blk);
 	v->vdev = virtio_blk_device(v->blk);
+	if (transport == VIRTIO_TRANSPORT_MMIO)
+		CHECK(!virtio_mmio_create(vm, v->vdev));
+	else
+		CHECK(!virtio_pci_create(vm, v->vdev,
+					 transport == VIRTIO_TRANSPORT_PCI_LEGACY));
 	prev_status = 0;
 	prev_features = 0;
 }
@@ -175,6 +182,40 @@ void blk_vm_post_chain(struct blk_vm *v, unsigned int qi, struct input *in)
 	memcpy(avail + 4 + 2 * (idx % size), &head, 2);
 	idx++;
 	memcpy(avail + 2, &idx, 2);
+}
+
+void blk_vm_serve_kicks(struct blk_vm *v)
+{
+	unsigned int i;
+
+	for (i = 0; i < v->vdev->nr_queues; i++) {
+		struct virtio_queue *q = &v->vdev->queues[i];
+
+		if (q->kick_watched)
+			q->kick.handler(&q->kick, EPOLLIN);
+	}
+}
+
+void blk_vm_run(struct blk_vm *v, struct input *in,
+		void (*const *ops)(struct input *), unsigned int nr_ops,
+		void (*check)(void))
+{
+	unsigned int steps = 0;
+
+	while (in->n && steps++ < 256) {
+		uint8_t op = take8(in);
+
+		if (op >= 0xe0) {
+			blk_vm_fill_ram(v, in, take16(in), take8(in));
+			continue;
+		}
+		if (op >= 0xc0) {
+			blk_vm_post_chain(v, (op - 0xc0) % 5, in);
+			continue;
+		}
+		ops[op % nr_ops](in);
+		check();
+	}
 }
 
 /* A live queue's ring: served to the end, every popped chain pushed. */

@@ -43,7 +43,7 @@ struct blk_vm {
 };
 
 /* A fresh VM and device; the RAM zeroed, the image too. */
-void blk_vm_start(struct blk_vm *v, enum virtio_transport transport,
+void blk_vm_start(struct blk_vm *v, enum virtio_transport_kind transport,
 		  unsigned int nr_queues);
 /* All of it gone, the descriptors the transport keeps for life too. */
 void blk_vm_stop(struct blk_vm *v);
@@ -59,6 +59,19 @@ void blk_vm_fill_ram(struct blk_vm *v, struct input *in, uint32_t off,
  * available. Nothing when those are not in RAM.
  */
 void blk_vm_post_chain(struct blk_vm *v, unsigned int q, struct input *in);
+
+/* Serve what the kicks' eventfds hold, as the I/O thread would. */
+void blk_vm_serve_kicks(struct blk_vm *v);
+
+/*
+ * A target's one loop over its input: up to 256 steps of one byte each,
+ * from 0xe0 RAM filled with input bytes (blk_vm_fill_ram), from 0xc0 a
+ * chain posted on a queue (blk_vm_post_chain), else ops[byte % nr_ops]
+ * (which takes what it needs from the input) and then check().
+ */
+void blk_vm_run(struct blk_vm *v, struct input *in,
+		void (*const *ops)(struct input *), unsigned int nr_ops,
+		void (*check)(void));
 
 /*
  * What holds whatever the guest did: the device status follows virtio

@@ -95,7 +95,6 @@ static void make_dev(struct dev *d, bool direct, bool readonly)
 	 */
 	struct virtio_blk_options opts = {
 		.nr_queues = 1, .pool = &g.pool, .aio = DISK_AIO_SYNC,
-		.custom_transport = &fz_transport,
 	};
 	char buf[DISK_SERIAL_LEN + 1];
 	struct disk disk;
@@ -111,6 +110,7 @@ static void make_dev(struct dev *d, bool direct, bool readonly)
 	d->blk = virtio_blk_create(&g.fake.vm, &opts);
 	CHECK(d->blk);
 	d->vdev = virtio_blk_device(d->blk);
+	virtio_device_attach(d->vdev, &fz_transport);
 	d->readonly = readonly;
 	/* The serial lkvm documents: "lkvm-" and the image's identity. */
 	CHECK(!fstat(d->img_fd, &st));

@@ -47,32 +47,34 @@ static inline uint64_t take64(struct input *in)
 	return lo | (uint64_t)take32(in) << 32;
 }
 
-static inline int fz_kick_attach(struct virtio_device *vdev,
+static inline int fz_kick_attach(struct virtio_transport *t,
 				 struct virtio_queue *q)
 {
 	return 0;
 }
 
-static inline void fz_kick_detach(struct virtio_device *vdev,
+static inline void fz_kick_detach(struct virtio_transport *t,
 				  struct virtio_queue *q)
 {
 }
 
-static inline void fz_signal(struct virtio_device *vdev,
+static inline void fz_signal(struct virtio_transport *t,
 			     struct virtio_queue *q)
 {
 }
 
-static inline void fz_signal_config(struct virtio_device *vdev)
+static inline void fz_signal_config(struct virtio_transport *t)
 {
 }
 
 /* Kicks come from the fuzzer's thread; interrupts go nowhere. */
-static const struct virtio_transport_ops fz_transport = {
+static const struct virtio_transport_ops fz_transport_ops = {
 	.kick_attach = fz_kick_attach,
 	.kick_detach = fz_kick_detach,
 	.signal_queue = fz_signal,
 	.signal_config = fz_signal_config,
 };
+/* One for every device a target makes: it holds no state. */
+static struct virtio_transport fz_transport = { .ops = &fz_transport_ops };
 
 #endif

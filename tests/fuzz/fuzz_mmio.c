@@ -21,7 +21,6 @@
 #include <linux/virtio_mmio.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "lkvm/util.h"
@@ -107,18 +106,6 @@ static void check_all(void)
 	m.isr = isr;
 }
 
-static void serve_kicks(void)
-{
-	unsigned int i;
-
-	for (i = 0; i < vm.vdev->nr_queues; i++) {
-		struct virtio_queue *q = &vm.vdev->queues[i];
-
-		if (q->kick_watched)
-			q->kick.handler(&q->kick, EPOLLIN);
-	}
-}
-
 /* As KVM would: an ioeventfd's eventfd for a match, else an exit. */
 static bool guest_access(uint64_t addr, void *data, unsigned int len,
 			 bool write)
@@ -127,7 +114,7 @@ static bool guest_access(uint64_t addr, void *data, unsigned int len,
 
 	memcpy(&v, data, len);
 	if (write && fake_vm_notify(&vm.fake, addr, false, v, len)) {
-		serve_kicks();
+		blk_vm_serve_kicks(&vm);
 		return true;
 	}
 	return bus_access(&vm.fake.vm.mmio, addr, data, len, write);
@@ -321,7 +308,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	};
 	struct input in = { .p = data, .n = size };
 	uint8_t head = take8(&in);
-	unsigned int steps = 0;
 
 	blk_vm_start(&vm, VIRTIO_TRANSPORT_MMIO, 1 + head % 4);
 	memset(&m, 0, sizeof(m));
@@ -329,20 +315,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	m.size = vm.fake.vm.mmio_devs[0].size;
 	m.irq_fd = vm.fake.irqfds[0].fd;
 	check_all();
-	while (in.n && steps++ < 256) {
-		uint8_t op = take8(&in);
-
-		if (op >= 0xe0) {
-			blk_vm_fill_ram(&vm, &in, take16(&in), take8(&in));
-			continue;
-		}
-		if (op >= 0xc0) {
-			blk_vm_post_chain(&vm, (op - 0xc0) % 5, &in);
-			continue;
-		}
-		ops[op % ARRAY_SIZE(ops)](&in);
-		check_all();
-	}
+	blk_vm_run(&vm, &in, ops, ARRAY_SIZE(ops), check_all);
 	blk_vm_stop(&vm);
 	return 0;
 }

@@ -101,7 +101,6 @@ static void setup_once(void)
 				  .offloads = true };
 	struct virtio_net_options opts = {
 		.net = { .mode = NET_MODE_USER, .queues = NR_PAIRS },
-		.custom_transport = &fz_transport,
 		.pool = &g.pool,
 		.backend = &be,
 	};
@@ -130,6 +129,7 @@ static void setup_once(void)
 	g.net = virtio_net_create(&g.fake.vm, &opts);
 	CHECK(g.net);
 	g.vdev = virtio_net_device(g.net);
+	virtio_device_attach(g.vdev, &fz_transport);
 }
 
 /* ---- guest memory and rings ---- */

@@ -24,7 +24,6 @@
 #include <linux/virtio_pci.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/epoll.h>
 
 #include "lkvm/util.h"
 #include "lkvm/x86/layout.h"
@@ -241,18 +240,6 @@ static void check_all(void)
 
 /* ---- the guest's accesses ---- */
 
-static void serve_kicks(void)
-{
-	unsigned int i;
-
-	for (i = 0; i < vm.vdev->nr_queues; i++) {
-		struct virtio_queue *q = &vm.vdev->queues[i];
-
-		if (q->kick_watched)
-			q->kick.handler(&q->kick, EPOLLIN);
-	}
-}
-
 /* As KVM would: an ioeventfd's eventfd for a match, else an exit. */
 static bool guest_access(bool pio, uint64_t addr, void *data, unsigned int len,
 			 bool write)
@@ -261,7 +248,7 @@ static bool guest_access(bool pio, uint64_t addr, void *data, unsigned int len,
 
 	if (write && fake_vm_notify(&vm.fake, addr, pio, le_value(data, len),
 				    len)) {
-		serve_kicks();
+		blk_vm_serve_kicks(&vm);
 		return true;
 	}
 	return bus_access(bus, addr, data, len, write);
@@ -749,6 +736,13 @@ static void setup_model(bool legacy)
 		m.msix[r].ctrl = 1;			/* masked at reset */
 }
 
+/* After every step: the queues against the model, then everything. */
+static void check_step(void)
+{
+	check_queues();
+	check_all();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -759,27 +753,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	};
 	struct input in = { .p = data, .n = size };
 	uint8_t head = take8(&in);
-	unsigned int steps = 0;
 
 	blk_vm_start(&vm, head & 1 ? VIRTIO_TRANSPORT_PCI_LEGACY
 				   : VIRTIO_TRANSPORT_PCI, 1 + (head >> 1) % 4);
 	setup_model(head & 1);
 	check_all();
-	while (in.n && steps++ < 256) {
-		uint8_t op = take8(&in);
-
-		if (op >= 0xe0) {
-			blk_vm_fill_ram(&vm, &in, take16(&in), take8(&in));
-			continue;
-		}
-		if (op >= 0xc0) {
-			blk_vm_post_chain(&vm, (op - 0xc0) % 5, &in);
-			continue;
-		}
-		ops[op % ARRAY_SIZE(ops)](&in);
-		check_queues();
-		check_all();
-	}
+	blk_vm_run(&vm, &in, ops, ARRAY_SIZE(ops), check_step);
 	blk_vm_stop(&vm);
 	return 0;
 }

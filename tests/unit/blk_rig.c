@@ -39,8 +39,6 @@ void blk_rig_start(struct blk_rig *r, unsigned int blocks, size_t mem_size,
 	struct disk_config dc = { .poll = VIRTIO_POLL_UNSET };
 	struct virtio_blk_options opts = {
 		.nr_queues = 1, .use_ioeventfd = true, .poll = *poll,
-		.custom_transport = &ring_driver_transport,
-		.custom_transport_priv = &r->rd,
 	};
 	struct disk disk;
 
@@ -54,7 +52,7 @@ void blk_rig_start(struct blk_rig *r, unsigned int blocks, size_t mem_size,
 	opts.disk = &disk;
 	r->blk = virtio_blk_create(&r->fake.vm, &opts);
 	assert_non_null(r->blk);
-	r->rd.vdev = virtio_blk_device(r->blk);
+	ring_driver_attach(&r->rd, virtio_blk_device(r->blk));
 	ring_driver_use(&r->rd, 0);
 	assert_int_equal(ring_driver_start(&r->rd, features0, 1), 0);
 	r->q = r->rd.q;

@@ -50,8 +50,6 @@ void net_rig_start(struct net_rig *r, size_t mem_size, int sndbuf,
 	struct virtio_net_options opts = {
 		.net = { .mode = NET_MODE_USER, .queues = 1 },
 		.use_ioeventfd = true,
-		.custom_transport = &ring_driver_transport,
-		.custom_transport_priv = &r->rd,
 		.backend = &be,
 	};
 	int sv[2];
@@ -70,7 +68,7 @@ void net_rig_start(struct net_rig *r, size_t mem_size, int sndbuf,
 					  wait_ms), 0);
 	r->net = virtio_net_create(&r->fake.vm, &opts);
 	assert_non_null(r->net);
-	r->rd.vdev = virtio_net_device(r->net);
+	ring_driver_attach(&r->rd, virtio_net_device(r->net));
 	assert_int_equal(ring_driver_start(&r->rd, features0, 2), 0);
 }
 

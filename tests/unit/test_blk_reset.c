@@ -205,8 +205,6 @@ static int child_without_io_uring(enum disk_aio_mode mode)
 	struct disk_config dc = { .poll = VIRTIO_POLL_UNSET };
 	struct virtio_blk_options opts = {
 		.nr_queues = 1, .use_ioeventfd = true, .aio = mode,
-		.custom_transport = &ring_driver_transport,
-		.custom_transport_priv = &r.rd,
 	};
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	struct virtio_blk *blk;

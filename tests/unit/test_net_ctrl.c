@@ -62,20 +62,21 @@ static void *gpa(uint64_t a)
 
 /* ---- fakes ---- */
 
-static void fake_signal_queue(struct virtio_device *vdev,
+static void fake_signal_queue(struct virtio_transport *tr,
 			      struct virtio_queue *q)
 {
 }
 
-static void fake_signal_config(struct virtio_device *vdev)
+static void fake_signal_config(struct virtio_transport *tr)
 {
 	t.config_signals++;
 }
 
-static const struct virtio_transport_ops fake_transport = {
+static const struct virtio_transport_ops fake_transport_ops = {
 	.signal_queue = fake_signal_queue,
 	.signal_config = fake_signal_config,
 };
+static struct virtio_transport fake_transport = { .ops = &fake_transport_ops };
 
 static const struct virtio_device_ops fake_ops = { .name = "net" };
 
@@ -121,7 +122,7 @@ static void device(uint64_t features, unsigned int pairs)
 	t.config_signals = 0;
 	t.avail_idx = t.used_seen = 0;
 	net->vdev.ops = &fake_ops;
-	net->vdev.transport = &fake_transport;
+	virtio_device_attach(&net->vdev, &fake_transport);
 	net->vdev.guest_features = features | (1ULL << VIRTIO_F_VERSION_1);
 	net->vdev.status = VIRTIO_CONFIG_S_DRIVER_OK;
 	net->nr_pairs = pairs;

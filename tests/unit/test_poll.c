@@ -254,18 +254,19 @@ static void serve_kick(struct virtio_device *vdev, struct virtio_queue *q)
 	virtio_queue_serve(vdev, q, handle, vdev->priv);
 }
 
-static void no_signal(struct virtio_device *vdev, struct virtio_queue *q)
+static void no_signal(struct virtio_transport *t, struct virtio_queue *q)
 {
 }
 
-static void no_config_signal(struct virtio_device *vdev)
+static void no_config_signal(struct virtio_transport *t)
 {
 }
 
-static const struct virtio_transport_ops quiet_transport = {
+static const struct virtio_transport_ops quiet_ops = {
 	.signal_queue = no_signal,
 	.signal_config = no_config_signal,
 };
+static struct virtio_transport quiet_transport = { .ops = &quiet_ops };
 
 static const struct virtio_device_ops ring_ops = {
 	.name = "test", .queue_kick = serve_kick,
@@ -311,7 +312,7 @@ static int ring_setup(void **state)
 	assert_int_equal(guest_mem_add(&f->mem, RAM_GPA, RAM_SIZE, f->ram), 0);
 	f->vdev.ops = &ring_ops;
 	f->vdev.priv = f;
-	f->vdev.transport = &quiet_transport;
+	virtio_device_attach(&f->vdev, &quiet_transport);
 	f->q = &f->vdev.queues[0];
 	f->q->vdev = &f->vdev;
 	pthread_mutex_init(&f->q->lock, NULL);

@@ -54,7 +54,7 @@ static void *host(struct fixture *f, uint64_t gpa)
 static void post(struct fixture *f, uint16_t slot);
 
 /* Runs after the loop's last pop and before notifications come back on. */
-static void count_queue_signal(struct virtio_device *vdev,
+static void count_queue_signal(struct virtio_transport *t,
 			       struct virtio_queue *q)
 {
 	struct fixture *f = the_fixture;
@@ -66,15 +66,16 @@ static void count_queue_signal(struct virtio_device *vdev,
 	}
 }
 
-static void count_config_signal(struct virtio_device *vdev)
+static void count_config_signal(struct virtio_transport *t)
 {
 	the_fixture->config_signals++;
 }
 
-static const struct virtio_transport_ops counting_transport = {
+static const struct virtio_transport_ops counting_ops = {
 	.signal_queue = count_queue_signal,
 	.signal_config = count_config_signal,
 };
+static struct virtio_transport counting_transport = { .ops = &counting_ops };
 
 static const struct virtio_device_ops test_ops = { .name = "test" };
 
@@ -128,7 +129,7 @@ static int setup(void **state)
 	memset(f->ram, 0, RAM_SIZE);
 	assert_int_equal(guest_mem_add(&f->mem, RAM_GPA, RAM_SIZE, f->ram), 0);
 	f->vdev.ops = &test_ops;
-	f->vdev.transport = &counting_transport;
+	virtio_device_attach(&f->vdev, &counting_transport);
 	f->q = &f->vdev.queues[0];
 	f->q->vdev = &f->vdev;
 	assert_int_equal(virtq_init(&f->q->ring, &f->mem, QSIZE, DESC_GPA,

@@ -68,7 +68,7 @@ static const struct virtio_device_ops test_ops = {
 	.queue_kick = test_queue_kick,
 };
 
-static int setup(void **state, enum virtio_transport transport)
+static int setup(void **state, enum virtio_transport_kind transport)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	struct vm *vm = &f->fake.vm;
@@ -90,7 +90,7 @@ static int setup(void **state, enum virtio_transport transport)
 		assert_int_equal(virtio_mmio_create(vm, &f->vdev), 0);
 	else
 		assert_int_equal(virtio_pci_create(vm, &f->vdev,
-			transport == VIRTIO_TRANSPORT_PCI_LEGACY, 0x010000), 0);
+			transport == VIRTIO_TRANSPORT_PCI_LEGACY), 0);
 	assert_int_equal(iothread_start(f->iothread), 0);
 	*state = f;
 	return 0;
@@ -373,6 +373,54 @@ static void test_pci_config_space(void **state)
 	assert_int_equal(cfg_rd(f, 1, 0x10), 0);
 }
 
+/*
+ * What a guest driver binds by: the PCI IDs and the class code follow the
+ * device's type, on modern and legacy functions alike (virtio 4.1.2.1),
+ * whoever builds the device.
+ */
+static void test_pci_ids_follow_the_device_type(void **state)
+{
+	static const struct {
+		uint32_t type;
+		uint16_t legacy_id;
+		uint32_t class_code;
+	} want[] = {
+		{ 1, 0x1000, 0x020000 },	/* net: network controller */
+		{ 2, 0x1001, 0x010000 },	/* blk: mass storage */
+		{ 3, 0x1003, 0x078000 },	/* console: communication */
+		{ 4, 0x1005, 0xff0000 },	/* rng */
+		{ 5, 0x1002, 0xff0000 },	/* balloon */
+		{ 9, 0x1009, 0xff0000 },	/* 9p */
+		{ 26, 0x103f, 0xff0000 },	/* none of ours: the last ID */
+	};
+	static struct virtio_device_ops ops[ARRAY_SIZE(want)];
+	static struct virtio_device vdevs[ARRAY_SIZE(want)][2];
+	struct fixture *f = *state;
+	unsigned int i, legacy, slot = 2;	/* 1: the fixture's */
+
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
+		ops[i] = test_ops;
+		ops[i].device_id = want[i].type;
+		for (legacy = 0; legacy < 2; legacy++, slot++) {
+			struct virtio_device *vdev = &vdevs[i][legacy];
+			uint32_t subsys = legacy ? want[i].type : 0x1100;
+			uint32_t dev = legacy ? want[i].legacy_id
+					      : 0x1040 + want[i].type;
+
+			assert_int_equal(virtio_device_init(vdev, &f->fake.vm,
+					&ops[i], f, 1, 64, f->iothread, true), 0);
+			assert_int_equal(virtio_pci_create(&f->fake.vm, vdev,
+							   legacy), 0);
+			assert_int_equal(cfg_rd(f, slot, 0x00),
+					 dev << 16 | 0x1af4);
+			assert_int_equal(cfg_rd(f, slot, 0x08),
+					 want[i].class_code << 8 | !legacy);
+			assert_int_equal(cfg_rd(f, slot, 0x2c),
+					 subsys << 16 | 0x1af4);
+		}
+	}
+}
+
 static void test_pci_bar_moves_with_the_guest(void **state)
 {
 	struct fixture *f = *state;
@@ -429,6 +477,60 @@ static void test_pci_notify_follows_the_bar(void **state)
 	assert_int_equal(f->fake.nr_ioeventfds, 0);
 }
 
+static uint32_t common_rd(struct fixture *f, uint64_t bar, unsigned int off,
+			  unsigned int len)
+{
+	uint32_t v = 0;
+
+	bus_access(&f->fake.vm.mmio, bar + off, &v, len, false);
+	return v;
+}
+
+/* The same rules as virtio-mmio's, and the addresses read back. */
+static void test_pci_queue_registers(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t bar = cfg_rd(f, 1, 0x20) & ~0xfULL;
+	struct virtio_queue *q = &f->vdev.queues[1];
+
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_SELECT, 1, 2);
+	assert_int_equal(common_rd(f, bar, VIRTIO_PCI_COMMON_Q_SIZE, 2), 64);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_SIZE, 48, 2);	/* not a power of 2 */
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_SIZE, 128, 2);	/* above the maximum */
+	assert_int_equal(q->size, 64);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_SIZE, 16, 2);
+	assert_int_equal(common_rd(f, bar, VIRTIO_PCI_COMMON_Q_SIZE, 2), 16);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_DESCLO, 0x10000, 4);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_DESCHI, 0x7, 4);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_AVAILHI, 0x8, 4);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_AVAILLO, 0x11000, 4);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_USEDLO, 0x12000, 4);
+	assert_int_equal(q->desc_gpa, 0x700010000ULL);
+	assert_int_equal(q->avail_gpa, 0x800011000ULL);
+	assert_int_equal(q->used_gpa, 0x12000);
+	assert_int_equal(common_rd(f, bar, VIRTIO_PCI_COMMON_Q_DESCHI, 4), 7);
+	assert_int_equal(common_rd(f, bar, VIRTIO_PCI_COMMON_Q_AVAILLO, 4),
+			 0x11000);
+	/* Enabled: size and addresses are frozen, the vector is not. */
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_ENABLE, 1, 2);
+	assert_int_equal(common_rd(f, bar, VIRTIO_PCI_COMMON_Q_ENABLE, 2), 1);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_SIZE, 32, 2);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_USEDHI, 1, 4);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_MSIX, 2, 2);
+	assert_int_equal(q->size, 16);
+	assert_int_equal(q->used_gpa, 0x12000);
+	assert_int_equal(common_rd(f, bar, VIRTIO_PCI_COMMON_Q_MSIX, 2), 2);
+	/* 0 does not disable a queue on virtio-pci. */
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_ENABLE, 0, 2);
+	assert_true(q->enabled);
+	/* A queue past the last one reads as absent. */
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_SELECT, 5, 2);
+	assert_int_equal(common_rd(f, bar, VIRTIO_PCI_COMMON_Q_SIZE, 2), 0);
+	assert_int_equal(common_rd(f, bar, VIRTIO_PCI_COMMON_Q_MSIX, 2),
+			 VIRTIO_MSI_NO_VECTOR);
+	common_wr(f, bar, VIRTIO_PCI_COMMON_Q_DESCLO, 0x1000, 4); /* no crash */
+}
+
 static void test_pci_intx_follows_the_isr(void **state)
 {
 	struct fixture *f = *state;
@@ -438,7 +540,8 @@ static void test_pci_intx_follows_the_isr(void **state)
 	uint8_t isr = 0;
 
 	assert_true(gsi < FAKE_VM_MAX_GSIS);
-	f->vdev.transport->signal_queue(&f->vdev, &f->vdev.queues[0]);
+	f->vdev.transport->ops->signal_queue(f->vdev.transport,
+					    &f->vdev.queues[0]);
 	assert_int_equal(f->fake.irq_level[gsi], 1);
 	assert_true(cfg_rd(f, 1, 0x04) >> 16 & 0x08);	/* Interrupt Status */
 	/* Interrupt Disable lowers the line; clearing it raises it again. */
@@ -467,7 +570,8 @@ static void test_pci_wide_status_write_resets_all(void **state)
 
 	common_wr(f, bar, VIRTIO_PCI_COMMON_STATUS, 1, 1);
 	common_wr(f, bar, VIRTIO_PCI_COMMON_MSIX, 0, 2);
-	f->vdev.transport->signal_queue(&f->vdev, &f->vdev.queues[0]);
+	f->vdev.transport->ops->signal_queue(f->vdev.transport,
+					    &f->vdev.queues[0]);
 	assert_int_equal(f->fake.irq_level[gsi], 1);
 	common_wr(f, bar, VIRTIO_PCI_COMMON_STATUS, 0x3000, 4);
 	assert_int_equal(f->vdev.status, 0);
@@ -527,8 +631,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mmio_live_queue_and_notify, setup_mmio, teardown),
 		cmocka_unit_test_setup_teardown(test_mmio_config_space, setup_mmio, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_config_space, setup_pci, teardown),
+		cmocka_unit_test_setup_teardown(test_pci_ids_follow_the_device_type, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_bar_moves_with_the_guest, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_notify_follows_the_bar, setup_pci, teardown),
+		cmocka_unit_test_setup_teardown(test_pci_queue_registers, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_intx_follows_the_isr, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_pci_wide_status_write_resets_all, setup_pci, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_intx_line, setup_pci, teardown),

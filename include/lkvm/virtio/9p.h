@@ -4,7 +4,6 @@
 #define LKVM_VIRTIO_9P_H
 
 #include "lkvm/virtio/device.h"
-#include "lkvm/virtio/transport.h"
 
 #define VIRTIO_9P_TAG_MAX	64	/* the guest's mount names it */
 

@@ -11,7 +11,6 @@
 #include <stdint.h>
 
 #include "lkvm/virtio/device.h"
-#include "lkvm/virtio/transport.h"
 
 struct vm;
 struct virtio_balloon;

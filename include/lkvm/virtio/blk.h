@@ -7,7 +7,6 @@
 
 #include "lkvm/disk.h"
 #include "lkvm/virtio/device.h"
-#include "lkvm/virtio/transport.h"
 
 struct vm;
 struct virtio_blk;
@@ -18,19 +17,12 @@ struct virtio_blk_options {
 	 * created, and leaves *disk closed.
 	 */
 	struct disk *disk;
-	enum virtio_transport transport;
 	unsigned int nr_queues;		/* VIRTIO_BLK_F_MQ when > 1 */
 	bool use_ioeventfd;
 	struct virtio_poll_config poll;
 	enum disk_aio_mode aio;
 	/* Shared I/O threads to deal the queues to; NULL: a thread of its own. */
 	struct iothread_pool *pool;
-	/*
-	 * A transport of the caller's instead of `transport` (benchmarks drive
-	 * the device from a host thread through it); NULL normally.
-	 */
-	const struct virtio_transport_ops *custom_transport;
-	void *custom_transport_priv;
 };
 
 struct virtio_blk *virtio_blk_create(struct vm *vm,

@@ -8,7 +8,6 @@
 #define LKVM_VIRTIO_CONSOLE_H
 
 #include "lkvm/virtio/device.h"
-#include "lkvm/virtio/transport.h"
 
 struct vm;
 struct virtio_console;

@@ -6,9 +6,12 @@
  * device's I/O thread, or a notify exit with --no-ioeventfd) to the
  * device's queue handler and back to an interrupt.
  *
- * A device (blk, net, ...) fills a virtio_device_ops; a transport (mmio,
- * pci) fills a virtio_transport_ops and turns register accesses into the
- * calls below.
+ * A device (blk, net, ...) fills a virtio_device_ops. A transport (mmio,
+ * pci, or a test's own) wraps a device that is already made: it fills a
+ * virtio_transport, attaches it (virtio_device_attach), and turns the
+ * driver's register accesses into the calls below. The core calls back
+ * only through the virtio_transport_ops it was given: it knows no
+ * transport, and which one a device gets is the machine builder's choice.
  */
 #ifndef LKVM_VIRTIO_DEVICE_H
 #define LKVM_VIRTIO_DEVICE_H
@@ -95,13 +98,24 @@ struct virtio_device_ops {
 	void (*write_stats)(struct virtio_device *vdev, FILE *f);
 };
 
+struct virtio_transport;
+
 struct virtio_transport_ops {
 	/* Bind q->kick_fd to the queue's notify address (KVM_IOEVENTFD). */
-	int (*kick_attach)(struct virtio_device *vdev, struct virtio_queue *q);
-	void (*kick_detach)(struct virtio_device *vdev, struct virtio_queue *q);
+	int (*kick_attach)(struct virtio_transport *t, struct virtio_queue *q);
+	void (*kick_detach)(struct virtio_transport *t, struct virtio_queue *q);
 	/* Interrupt the driver: used buffers in q, or a config change. */
-	void (*signal_queue)(struct virtio_device *vdev, struct virtio_queue *q);
-	void (*signal_config)(struct virtio_device *vdev);
+	void (*signal_queue)(struct virtio_transport *t, struct virtio_queue *q);
+	void (*signal_config)(struct virtio_transport *t);
+};
+
+/*
+ * What a device meets its driver through. A transport embeds it in its own
+ * state (container_of() gets that back in the ops); it lives as long as
+ * the device.
+ */
+struct virtio_transport {
+	const struct virtio_transport_ops *ops;
 };
 
 /*
@@ -118,8 +132,7 @@ struct virtio_device {
 	struct vm *vm;
 	const struct virtio_device_ops *ops;
 	void *priv;
-	const struct virtio_transport_ops *transport;
-	void *transport_priv;
+	struct virtio_transport *transport;	/* set once, before the VM runs */
 	struct iothread *iothread;
 	bool use_ioeventfd;
 	struct virtio_poll_config poll_cfg;	/* fixed once created */
@@ -145,6 +158,42 @@ int virtio_device_init(struct virtio_device *vdev, struct vm *vm,
 		       unsigned int nr_queues, uint16_t queue_size,
 		       struct iothread *iothread, bool use_ioeventfd);
 
+/*
+ * Put the device on its transport; the transport calls it once it has made
+ * its registers, before any vCPU runs.
+ */
+void virtio_device_attach(struct virtio_device *vdev,
+			  struct virtio_transport *t);
+
+/*
+ * Where a small device (rng, console, balloon, 9p) is served: notifies
+ * through ioeventfds or vCPU exits, and shared I/O threads (NULL: a thread
+ * of its own).
+ */
+struct virtio_device_options {
+	bool use_ioeventfd;
+	struct iothread_pool *pool;
+};
+
+/*
+ * A small device's life, in three steps around its own set-up (config,
+ * features): virtio_device_setup() makes its I/O thread (*own, named
+ * thread_name, unless it uses the pool's, whose threads its queues are
+ * then dealt) and initialises vdev; virtio_device_go() starts *own (the
+ * machine builder puts the device on a transport after);
+ * virtio_device_teardown() stops both (pool threads have stopped before)
+ * and can be called twice, or after a failed set-up. Each returns -1
+ * (with a message) or 0.
+ */
+int virtio_device_setup(struct virtio_device *vdev, struct vm *vm,
+			const struct virtio_device_ops *ops, void *priv,
+			unsigned int nr_queues, uint16_t queue_size,
+			const struct virtio_device_options *opts,
+			const char *thread_name, struct iothread **own);
+int virtio_device_go(struct iothread *own);
+void virtio_device_teardown(struct virtio_device *vdev, struct iothread **own,
+			    bool *stopped);
+
 /* Transport entry points, called with vdev->lock NOT held. */
 uint8_t virtio_get_status(struct virtio_device *vdev);
 void virtio_set_status(struct virtio_device *vdev, uint8_t status);
@@ -168,6 +217,28 @@ void virtio_config_changed(struct virtio_device *vdev, unsigned int offset,
 /* The driver (un)readied a queue; caller holds vdev->lock. */
 void virtio_queue_set_enabled(struct virtio_device *vdev,
 			      struct virtio_queue *q, bool enable);
+/*
+ * The queue registers every modern transport has, where they sit in its
+ * register file: a ring address's high half is 4 bytes after its low one.
+ * virtio/queue_regs.c keeps their rules (see there) for all transports.
+ */
+struct virtio_queue_regs {
+	unsigned int size;
+	unsigned int desc;
+	unsigned int driver;		/* the available ring */
+	unsigned int device;		/* the used ring */
+};
+
+/* Queue `index` (the driver's selector), or NULL past the last. */
+struct virtio_queue *virtio_queue_at(struct virtio_device *vdev,
+				     unsigned int index);
+/* One of those registers (0 for another offset, or no queue). */
+uint32_t virtio_queue_reg_read(const struct virtio_queue_regs *regs,
+			       struct virtio_queue *q, unsigned int off);
+/* A driver's write to one of them; caller holds vdev->lock. */
+void virtio_queue_reg_write(const struct virtio_queue_regs *regs,
+			    struct virtio_queue *q, unsigned int off,
+			    uint32_t val);
 /* A notify the vCPU saw itself (no ioeventfd): serve it right here. */
 void virtio_queue_notify(struct virtio_device *vdev, unsigned int index);
 

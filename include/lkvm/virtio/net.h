@@ -7,7 +7,6 @@
 
 #include "lkvm/net.h"
 #include "lkvm/virtio/device.h"
-#include "lkvm/virtio/transport.h"
 
 struct vm;
 struct virtio_net;
@@ -20,17 +19,10 @@ struct virtio_net_options {
 	 * *backend closed.
 	 */
 	struct net_backend *backend;
-	enum virtio_transport transport;
 	bool use_ioeventfd;
 	struct virtio_poll_config poll;
 	/* Shared I/O threads to deal the pairs to; NULL: one per pair. */
 	struct iothread_pool *pool;
-	/*
-	 * A transport of the caller's instead of `transport` (benchmarks drive
-	 * the device from a host thread through it); NULL normally.
-	 */
-	const struct virtio_transport_ops *custom_transport;
-	void *custom_transport_priv;
 };
 
 struct virtio_net *virtio_net_create(struct vm *vm,

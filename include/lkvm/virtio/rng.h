@@ -4,7 +4,6 @@
 #define LKVM_VIRTIO_RNG_H
 
 #include "lkvm/virtio/device.h"
-#include "lkvm/virtio/transport.h"
 
 struct vm;
 struct virtio_rng;
