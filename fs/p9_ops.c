@@ -501,6 +501,26 @@ static int lock_fid(struct p9_server *s, struct p9_in *in, int cmd,
 	return 0;
 }
 
+/*
+ * A read-only share takes no host lock: a guest that only reads must not
+ * hold off the host's writers (a sandbox would hold read locks on the
+ * user's databases for as long as it keeps them open). Its locks are its
+ * own kernel's, which Linux's 9p client takes locally before it asks;
+ * here a read lock waits while a host process holds a write lock
+ * (F_OFD_GETLK takes nothing), and a write lock fails as it would on the
+ * read-only fd.
+ */
+static uint8_t lock_read_only(const struct p9_fid *fid, const struct flock *fl)
+{
+	struct flock probe = *fl;
+
+	if (fl->l_type == F_UNLCK)
+		return P9_LOCK_SUCCESS;
+	if (fl->l_type != F_RDLCK || fcntl(fid->fd, F_OFD_GETLK, &probe))
+		return P9_LOCK_ERROR;
+	return probe.l_type == F_UNLCK ? P9_LOCK_SUCCESS : P9_LOCK_BLOCKED;
+}
+
 int p9_op_lock(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 {
 	struct p9_fid *fid;
@@ -510,7 +530,9 @@ int p9_op_lock(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 
 	if (err)
 		return err;
-	if (!fcntl(fid->fd, F_OFD_SETLK, &fl))
+	if (s->ro)
+		p9_put8(out, lock_read_only(fid, &fl));
+	else if (!fcntl(fid->fd, F_OFD_SETLK, &fl))
 		p9_put8(out, P9_LOCK_SUCCESS);
 	else if (errno == EAGAIN || errno == EACCES)
 		p9_put8(out, P9_LOCK_BLOCKED);
@@ -519,6 +541,11 @@ int p9_op_lock(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	return 0;
 }
 
+/*
+ * What would stop the guest's lock: a host lock or another open's on any
+ * share (the same on a read-only one, which holds none of its own). No
+ * host process ID goes to the guest.
+ */
 int p9_op_getlock(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 {
 	struct p9_fid *fid;
@@ -534,7 +561,7 @@ int p9_op_getlock(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 		     fl.l_type == F_WRLCK ? P9_LOCK_WRLCK : P9_LOCK_UNLCK);
 	p9_put64(out, fl.l_start);
 	p9_put64(out, fl.l_len);
-	p9_put32(out, fl.l_pid);
+	p9_put32(out, 0);
 	p9_putstr(out, client.s, client.len);	/* back as it came */
 	return 0;
 }

@@ -10,7 +10,7 @@
  * kernel reads links and walks them itself, within the share), so no `..`,
  * symlink or host-side rename race can take a request outside the root.
  * Only regular files and directories are ever opened; a read-only share
- * refuses every change with EROFS. Guest-set xattrs are user.* only, and
+ * refuses every change with EROFS and takes no host lock. Guest-set xattrs are user.* only, and
  * set-user-ID bits are never set: a hostile guest cannot plant privileges
  * on the host.
  */

@@ -28,7 +28,8 @@ enum {
 	RLERROR = 7, TSTATFS = 8, TLOPEN = 12, TLCREATE = 14, TSYMLINK = 16,
 	TMKNOD = 18, TRENAME = 20, TREADLINK = 22, TGETATTR = 24,
 	TSETATTR = 26, TXATTRWALK = 30, TXATTRCREATE = 32, TREADDIR = 40,
-	TFSYNC = 50, TLOCK = 52, TLINK = 70, TMKDIR = 72, TRENAMEAT = 74,
+	TFSYNC = 50, TLOCK = 52, TGETLOCK = 54, TLINK = 70, TMKDIR = 72,
+	TRENAMEAT = 74,
 	TUNLINKAT = 76, TVERSION = 100, TATTACH = 104, TWALK = 110,
 	TREAD = 116, TWRITE = 118, TCLUNK = 120, TREMOVE = 122,
 };
@@ -741,6 +742,107 @@ static void test_open_and_xattr_limits(void **state)
 		clunk(200 + i);
 }
 
+/* 9P's lock types and Rlock's status. */
+enum { RDLCK, WRLCK, UNLCK };
+enum { LOCK_OK, LOCK_BLOCKED, LOCK_ERROR };
+
+/* Tlock of the whole file: Rlock's status, or -errno. */
+static int lock9(uint32_t fid, uint8_t type)
+{
+	struct msg *m = start(TLOCK);
+	int ret;
+
+	put(m, fid, 4);
+	put(m, type, 1);
+	put(m, 0, 4);			/* flags */
+	put(m, 0, 8);
+	put(m, 0, 8);			/* to the end */
+	put(m, 77, 4);
+	puts9(m, "guest");
+	ret = send(m);
+	return ret < 0 ? ret : (int)get(m, 1);
+}
+
+/* Tgetlock of the whole file: the type that would stop it, -errno. */
+static int getlock9(uint32_t fid, uint8_t type, uint32_t *proc_id)
+{
+	struct msg *m = start(TGETLOCK);
+	int ret;
+
+	put(m, fid, 4);
+	put(m, type, 1);
+	put(m, 0, 8);
+	put(m, 0, 8);
+	put(m, 77, 4);
+	puts9(m, "guest");
+	ret = send(m);
+	if (ret < 0)
+		return ret;
+	ret = get(m, 1);
+	get(m, 8);
+	get(m, 8);
+	*proc_id = get(m, 4);
+	return ret;
+}
+
+/* What a host process sees of the locks on rel: F_UNLCK if none. */
+static short host_lock_probe(const char *rel, short type)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET };
+	int fd = open(share_path(rel), O_RDWR);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fcntl(fd, F_OFD_GETLK, &fl), 0);
+	close(fd);
+	return fl.l_type;
+}
+
+/*
+ * A read-only share (lkvm sandbox's "/") takes no host lock: a guest's
+ * read lock on the user's database is its own kernel's, and no host
+ * writer waits for it. It still waits for a host writer's lock, which it
+ * only asks about; a writable share takes real locks as before.
+ */
+static void test_read_only_share_takes_no_host_lock(void **state)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	uint32_t pid = 1;
+	int hfd;
+
+	p9_server_exit(&srv);
+	session(true);
+	assert_int_equal(walk1(ROOT, 2, "hello"), 1);
+	assert_int_equal(lopen(2, O_RDONLY), TLOPEN + 1);
+	assert_int_equal(lock9(2, RDLCK), LOCK_OK);
+	assert_int_equal(host_lock_probe("hello", F_WRLCK), F_UNLCK);
+	assert_int_equal(getlock9(2, WRLCK, &pid), UNLCK);
+	assert_int_equal(lock9(2, WRLCK), LOCK_ERROR);
+	assert_int_equal(lock9(2, UNLCK), LOCK_OK);
+	/* a host writer's lock holds the guest's readers off */
+	hfd = open(share_path("hello"), O_RDWR);
+	assert_true(hfd >= 0);
+	assert_int_equal(fcntl(hfd, F_OFD_SETLK, &fl), 0);
+	assert_int_equal(lock9(2, RDLCK), LOCK_BLOCKED);
+	assert_int_equal(getlock9(2, RDLCK, &pid), WRLCK);
+	assert_int_equal(pid, 0);		/* no host PID for the guest */
+	fl.l_type = F_UNLCK;
+	assert_int_equal(fcntl(hfd, F_OFD_SETLK, &fl), 0);
+	assert_int_equal(lock9(2, RDLCK), LOCK_OK);
+	assert_int_equal(host_lock_probe("hello", F_WRLCK), F_UNLCK);
+	clunk(2);
+	/* a writable share's locks are the host's */
+	p9_server_exit(&srv);
+	session(false);
+	assert_int_equal(walk1(ROOT, 2, "hello"), 1);
+	assert_int_equal(lopen(2, O_RDWR), TLOPEN + 1);
+	assert_int_equal(lock9(2, RDLCK), LOCK_OK);
+	assert_int_equal(host_lock_probe("hello", F_WRLCK), F_RDLCK);
+	fl.l_type = F_WRLCK;
+	assert_int_equal(fcntl(hfd, F_OFD_SETLK, &fl), -1);
+	close(hfd);
+	clunk(2);
+}
+
 static void test_check_name(void **state)
 {
 	char longname[300];
@@ -777,6 +879,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fid_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_and_xattr_limits,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_read_only_share_takes_no_host_lock, setup, teardown),
 		cmocka_unit_test(test_check_name),
 	};
 
