@@ -237,10 +237,11 @@ static const char *share_path(const char *rel)
 	return path[i];
 }
 
-static void session(bool ro)
+/* A session over dir as the guest's user uid; ROOT is its root fid. */
+static void session_at(const char *dir, bool ro, uint32_t uid)
 {
 	struct msg *m;
-	int fd = open(share, O_PATH | O_DIRECTORY);
+	int fd = open(dir, O_PATH | O_DIRECTORY);
 
 	assert_true(fd >= 0);
 	p9_server_init(&srv, fd, ro);
@@ -254,8 +255,13 @@ static void session(bool ro)
 	put(m, NOFID, 4);
 	puts9(m, "root");
 	puts9(m, "");
-	put(m, 0, 4);
+	put(m, uid, 4);
 	assert_int_equal(send(m), TATTACH + 1);
+}
+
+static void session(bool ro)
+{
+	session_at(share, ro, 0);
 }
 
 static int setup(void **state)
@@ -742,6 +748,31 @@ static void test_open_and_xattr_limits(void **state)
 		clunk(200 + i);
 }
 
+/* Tlcreate name in directory fid fid, which becomes the open new file. */
+static int lcreate(uint32_t fid, const char *name, uint32_t flags,
+		   uint32_t gid)
+{
+	struct msg *m = start(TLCREATE);
+
+	put(m, fid, 4);
+	puts9(m, name);
+	put(m, flags, 4);
+	put(m, 0644, 4);
+	put(m, gid, 4);
+	return send(m);
+}
+
+static int mkdir9(uint32_t dfid, const char *name, uint32_t gid)
+{
+	struct msg *m = start(TMKDIR);
+
+	put(m, dfid, 4);
+	puts9(m, name);
+	put(m, 0755, 4);
+	put(m, gid, 4);
+	return send(m);
+}
+
 /* 9P's lock types and Rlock's status. */
 enum { RDLCK, WRLCK, UNLCK };
 enum { LOCK_OK, LOCK_BLOCKED, LOCK_ERROR };
@@ -843,6 +874,37 @@ static void test_read_only_share_takes_no_host_lock(void **state)
 	clunk(2);
 }
 
+static bool host_owner(const char *rel, uid_t uid, gid_t gid)
+{
+	struct stat st;
+
+	assert_int_equal(lstat(share_path(rel), &st), 0);
+	return st.st_uid == uid && st.st_gid == gid;
+}
+
+/*
+ * As root, what the guest makes is its user's; what was there already
+ * stays its owner's, even when Tlcreate without O_EXCL opens it.
+ */
+static void test_new_files_belong_to_the_guest(void **state)
+{
+	if (geteuid())
+		skip();
+	p9_server_exit(&srv);
+	session_at(share, false, 4321);
+	assert_int_equal(walk(ROOT, 2, 0, NULL), 0);
+	assert_int_equal(lcreate(2, "made", O_RDWR, 1234), TLCREATE + 1);
+	assert_true(host_owner("made", 4321, 1234));
+	assert_int_equal(mkdir9(ROOT, "made_dir", 1234), TMKDIR + 1);
+	assert_true(host_owner("made_dir", 4321, 1234));
+	assert_true(host_owner("hello", 0, 0));
+	assert_int_equal(walk(ROOT, 3, 0, NULL), 0);
+	assert_int_equal(lcreate(3, "hello", O_RDWR, 1234), TLCREATE + 1);
+	assert_true(host_owner("hello", 0, 0));
+	clunk(2);
+	clunk(3);
+}
+
 static void test_check_name(void **state)
 {
 	char longname[300];
@@ -881,6 +943,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_read_only_share_takes_no_host_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_new_files_belong_to_the_guest, setup, teardown),
 		cmocka_unit_test(test_check_name),
 	};
 
