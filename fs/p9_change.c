@@ -13,7 +13,8 @@
  * The owner is given through a file descriptor of the new inode, never
  * by its name, which a host process could swap for a link to a file
  * elsewhere in between. Set-user-ID (and, for files, set-group-ID) bits
- * are never set.
+ * are never set. A fid that holds an open file changes that file, which
+ * its name may no longer reach (open, unlink, ftruncate).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -496,10 +497,10 @@ int p9_op_setattr(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 		return EBADF;
 	if (s->ro)
 		return EROFS;
-	fd = p9_open_inode(s, fid->path, &st);
+	fd = p9_fid_inode(s, fid, &st);
 	if (fd < 0)
 		return -fd;
 	err = apply_setattr(s, fd, &st, &a);
-	close(fd);
+	p9_fid_inode_done(fid, fd);
 	return err;
 }

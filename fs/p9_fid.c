@@ -243,6 +243,20 @@ int p9_open_inode(struct p9_server *s, const char *path, struct stat *st)
 	return fd;
 }
 
+int p9_fid_inode(struct p9_server *s, const struct p9_fid *fid,
+		 struct stat *st)
+{
+	if (fid->fd < 0)
+		return p9_open_inode(s, fid->path, st);
+	return fstat(fid->fd, st) ? -errno : fid->fd;
+}
+
+void p9_fid_inode_done(const struct p9_fid *fid, int fd)
+{
+	if (fd != fid->fd)
+		close(fd);
+}
+
 void p9_proc_path(int fd, char buf[P9_PROC_PATH])
 {
 	snprintf(buf, P9_PROC_PATH, "/proc/self/fd/%d", fd);

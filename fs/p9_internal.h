@@ -137,6 +137,15 @@ int p9_open_beneath(struct p9_server *s, const char *path, int flags,
 /* path's inode (O_PATH, fd returned) and its stat; -errno. */
 int p9_open_inode(struct p9_server *s, const char *path, struct stat *st);
 /*
+ * The inode fid names and its stat: the fid's own open fd when it has
+ * one (a file the guest opened and then unlinked is still there), else
+ * one opened by path as p9_open_inode() does. Give it back with
+ * p9_fid_inode_done(). fd or -errno.
+ */
+int p9_fid_inode(struct p9_server *s, const struct p9_fid *fid,
+		 struct stat *st);
+void p9_fid_inode_done(const struct p9_fid *fid, int fd);
+/*
  * The name of an O_PATH fd's inode that reopens it for real or changes
  * it (chmod, truncate, times, xattrs): the kernel goes straight to that
  * inode, so it cannot be anything outside the share. Never for symlinks.

@@ -205,10 +205,11 @@ int p9_op_getattr(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 		return EINVAL;
 	if (!fid)
 		return EBADF;
-	fd = p9_open_inode(s, fid->path, &st);
+	/* an open file is asked, not its name: it may have been unlinked */
+	fd = p9_fid_inode(s, fid, &st);
 	if (fd < 0)
 		return -fd;
-	close(fd);
+	p9_fid_inode_done(fid, fd);
 	p9_stat_qid(s, &st, &qid);
 	p9_put64(out, P9_GETATTR_BASIC);
 	p9_putqid(out, &qid);
@@ -237,18 +238,19 @@ int p9_op_statfs(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 {
 	struct p9_fid *fid = path_fid(s, p9_get32(in));
 	struct statfs sf;
+	struct stat st;
 	int fd, err = 0;
 
 	if (in->err)
 		return EINVAL;
 	if (!fid)
 		return EBADF;
-	fd = p9_open_beneath(s, fid->path, O_PATH, 0);
+	fd = p9_fid_inode(s, fid, &st);
 	if (fd < 0)
 		return -fd;
 	if (fstatfs(fd, &sf))
 		err = errno;
-	close(fd);
+	p9_fid_inode_done(fid, fd);
 	if (err)
 		return err;
 	p9_put32(out, sf.f_type);

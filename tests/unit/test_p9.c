@@ -773,6 +773,61 @@ static int mkdir9(uint32_t dfid, const char *name, uint32_t gid)
 	return send(m);
 }
 
+static int unlink9(uint32_t dfid, const char *name)
+{
+	struct msg *m = start(TUNLINKAT);
+
+	put(m, dfid, 4);
+	puts9(m, name);
+	put(m, 0, 4);
+	return send(m);
+}
+
+/* Tsetattr of what valid says: mode (0x1) or size (0x8). */
+static int setattr9(uint32_t fid, uint32_t valid, uint32_t mode,
+		    uint64_t size)
+{
+	struct msg *m = start(TSETATTR);
+
+	put(m, fid, 4);
+	put(m, valid, 4);
+	put(m, mode, 4);
+	put(m, 0, 4 + 4);
+	put(m, size, 8);
+	put(m, 0, 8 * 4);
+	return send(m);
+}
+
+static int statfs9(uint32_t fid)
+{
+	struct msg *m = start(TSTATFS);
+
+	put(m, fid, 4);
+	return send(m);
+}
+
+/* Txattrwalk: the value's size, or -errno. */
+static int xattrwalk(uint32_t fid, uint32_t newfid, const char *name)
+{
+	struct msg *m = start(TXATTRWALK);
+	int ret;
+
+	put(m, fid, 4);
+	put(m, newfid, 4);
+	puts9(m, name);
+	ret = send(m);
+	return ret < 0 ? ret : (int)get(m, 8);
+}
+
+static int getattr9(uint32_t fid)
+{
+	struct msg *m = start(TGETATTR);
+
+	put(m, fid, 4);
+	put(m, 0x7ff, 8);
+	return send(m);
+}
+
 /* 9P's lock types and Rlock's status. */
 enum { RDLCK, WRLCK, UNLCK };
 enum { LOCK_OK, LOCK_BLOCKED, LOCK_ERROR };
@@ -874,6 +929,47 @@ static void test_read_only_share_takes_no_host_lock(void **state)
 	clunk(2);
 }
 
+/*
+ * Open, unlink, fstat and ftruncate (what apt, compilers and test
+ * runners do): a fid holding an open file is served through it, not its
+ * name, which is gone.
+ */
+static void test_open_unlinked_file(void **state)
+{
+	char buf[32];
+
+	assert_int_equal(walk(ROOT, 2, 0, NULL), 0);
+	assert_int_equal(lcreate(2, "scratch", O_RDWR, 0), TLCREATE + 1);
+	assert_int_equal(writef(2, 0, "12345678"), 8);
+	assert_int_equal(unlink9(ROOT, "scratch"), TUNLINKAT + 1);
+	assert_false(host_exists("share/scratch"));
+	assert_int_equal(file_size(2), 8);
+	assert_int_equal(setattr9(2, 0x8, 0, 3), TSETATTR + 1);
+	assert_int_equal(file_size(2), 3);
+	assert_int_equal(readf(2, 0, buf, 30), 3);
+	assert_string_equal(buf, "123");
+	assert_int_equal(setattr9(2, 0x1, 0600, 0), TSETATTR + 1);
+	assert_int_equal(statfs9(2), TSTATFS + 1);
+	assert_int_equal(xattrwalk(2, 3, ""), 0);	/* no names, no error */
+	clunk(3);
+	/* and one opened by Tlopen, then removed on the host */
+	host_file("share/doomed", "doomed\n");
+	assert_int_equal(walk1(ROOT, 3, "doomed"), 1);
+	assert_int_equal(lopen(3, O_RDWR), TLOPEN + 1);
+	assert_int_equal(unlink(share_path("doomed")), 0);
+	assert_int_equal(file_size(3), 7);
+	assert_int_equal(setattr9(3, 0x8, 0, 0), TSETATTR + 1);
+	assert_int_equal(file_size(3), 0);
+	/* a fid that is only walked to asks the name, which is gone */
+	host_file("share/walked", "w");
+	assert_int_equal(walk1(ROOT, 4, "walked"), 1);
+	assert_int_equal(unlink(share_path("walked")), 0);
+	assert_int_equal(getattr9(4), -ENOENT);
+	clunk(2);
+	clunk(3);
+	clunk(4);
+}
+
 static bool host_owner(const char *rel, uid_t uid, gid_t gid)
 {
 	struct stat st;
@@ -943,6 +1039,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_read_only_share_takes_no_host_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_unlinked_file, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(
 			test_new_files_belong_to_the_guest, setup, teardown),
 		cmocka_unit_test(test_check_name),
