@@ -78,7 +78,7 @@ static int changing(struct p9_server *s, const struct p9_in *in,
 
 static int open_dir(struct p9_server *s, const struct p9_fid *fid)
 {
-	return p9_open_beneath(s, fid->path, O_PATH | O_DIRECTORY, 0);
+	return p9_open_beneath(s, fid->path, O_DIRECTORY);
 }
 
 /*
@@ -497,7 +497,7 @@ int p9_op_setattr(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 		return EBADF;
 	if (s->ro)
 		return EROFS;
-	fd = p9_fid_inode(s, fid, &st);
+	fd = p9_fid_inode(s, fid, &st, false);
 	if (fd < 0)
 		return -fd;
 	err = apply_setattr(s, fd, &st, &a);

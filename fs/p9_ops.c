@@ -68,6 +68,9 @@ int p9_op_attach(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	uid = p9_get32(in);
 	if (in->err)
 		return EINVAL;
+	/* a root on a kernel file system serves nothing (see p9_fid.c) */
+	if (p9_kernel_fs(s->root_fd))
+		return EACCES;
 	if (fstat(s->root_fd, &st))
 		return errno;
 	fid = p9_fid_new(s, num, "", &err);
@@ -107,7 +110,7 @@ static int walk_one(struct p9_server *s, char *path, struct p9_str name,
 		if (err)
 			return err;
 	}
-	fd = p9_open_inode(s, next, &st);
+	fd = p9_name_inode(s, next, &st);
 	if (fd < 0)
 		return -fd;
 	close(fd);
@@ -206,7 +209,7 @@ int p9_op_getattr(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	if (!fid)
 		return EBADF;
 	/* an open file is asked, not its name: it may have been unlinked */
-	fd = p9_fid_inode(s, fid, &st);
+	fd = p9_fid_inode(s, fid, &st, true);
 	if (fd < 0)
 		return -fd;
 	p9_fid_inode_done(fid, fd);
@@ -245,7 +248,7 @@ int p9_op_statfs(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 		return EINVAL;
 	if (!fid)
 		return EBADF;
-	fd = p9_fid_inode(s, fid, &st);
+	fd = p9_fid_inode(s, fid, &st, false);
 	if (fd < 0)
 		return -fd;
 	if (fstatfs(fd, &sf))
@@ -277,7 +280,7 @@ int p9_op_readlink(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 		return EINVAL;
 	if (!fid)
 		return EBADF;
-	fd = p9_open_beneath(s, fid->path, O_PATH, 0);
+	fd = p9_open_beneath(s, fid->path, 0);
 	if (fd < 0)
 		return -fd;
 	/* the link's own text: reading it follows nothing */

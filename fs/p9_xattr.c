@@ -42,7 +42,7 @@ static ssize_t fetch_xattr(struct p9_server *s, const struct p9_fid *fid,
 	char proc[P9_PROC_PATH];
 	struct stat st;
 	ssize_t n;
-	int fd = p9_fid_inode(s, fid, &st);
+	int fd = p9_fid_inode(s, fid, &st, false);
 
 	*value = NULL;
 	if (fd < 0)

@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -1001,6 +1003,124 @@ static void test_new_files_belong_to_the_guest(void **state)
 	clunk(3);
 }
 
+/* Paths (share-relative) the kernel file system tests mounted. */
+static const char *const test_mounts[] = { "proc_bind", "environ_bind",
+					   "sys_bind", "cgroup" };
+
+/* A mount namespace of this process's own, where the test may mount. */
+static bool private_mounts(void)
+{
+	return !geteuid() && !unshare(CLONE_NEWNS) &&
+	       !mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+}
+
+static bool bind_read_only(const char *src, const char *rel)
+{
+	const char *dst = share_path(rel);
+
+	return !mount(src, dst, NULL, MS_BIND, NULL) &&
+	       !mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL);
+}
+
+/* The mounts go before the share does: rm -rf must not go into them. */
+static int teardown_mounts(void **state)
+{
+	for (size_t i = 0; i < sizeof(test_mounts) / sizeof(test_mounts[0]);
+	     i++)
+		umount2(share_path(test_mounts[i]), MNT_DETACH);
+	return teardown(state);
+}
+
+/*
+ * lkvm sandbox shares the host's "/" read-only: through it a guest that
+ * mounts the share itself must not reach lkvm's own memory and
+ * environment, nor anything else of proc or sysfs. It may name their
+ * mount points (to mount its own there), and do nothing more with them.
+ */
+static void test_no_kernel_fs_through_root(void **state)
+{
+	char pid[16];
+	const char *self[] = { "proc", "self" };
+	const char *mem[] = { "proc", pid, "mem" };
+	const char *env[] = { "proc", pid, "environ" };
+	const char *sys[] = { "sys", "kernel" };
+	struct stat st;
+
+	if (stat("/proc/self/mem", &st) || stat("/sys/kernel", &st))
+		skip();
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	p9_server_exit(&srv);
+	session_at("/", true, 0);
+	/* each walk stops at the mount point: one qid, no new fid */
+	assert_int_equal(walk(ROOT, 2, 2, self), 1);
+	assert_int_equal(walk(ROOT, 2, 3, mem), 1);
+	assert_int_equal(walk(ROOT, 2, 3, env), 1);
+	assert_int_equal(walk(ROOT, 2, 2, sys), 1);
+	assert_int_equal(clunk(2), -EBADF);
+	assert_int_equal(walk1(ROOT, 2, "proc"), 1);
+	assert_int_equal(getattr9(2), TGETATTR + 1);
+	assert_int_equal(walk1(2, 3, pid), -EACCES);
+	assert_int_equal(walk1(2, 3, "self"), -EACCES);
+	assert_int_equal(lopen(2, O_RDONLY | O_DIRECTORY), -EACCES);
+	assert_int_equal(statfs9(2), -EACCES);
+	assert_int_equal(xattrwalk(2, 3, ""), -EACCES);
+	assert_int_equal(walk1(ROOT, 3, "sys"), 1);
+	assert_int_equal(walk1(3, 4, "kernel"), -EACCES);
+	assert_int_equal(lopen(3, O_RDONLY | O_DIRECTORY), -EACCES);
+	clunk(2);
+	clunk(3);
+}
+
+/*
+ * A writable share with proc, a proc file, sysfs and a cgroup2 mounted
+ * in it (binds made by someone on the host): the same refusals, and no
+ * change reaches them (a mkdir in a cgroup file system makes a cgroup).
+ */
+static void test_no_kernel_fs_mounted_in_share(void **state)
+{
+	char pid[16];
+	const char *mem[] = { "proc_bind", pid, "mem" };
+	bool cgroup;
+	int fd;
+
+	if (!private_mounts())
+		skip();
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	assert_int_equal(mkdir(share_path("proc_bind"), 0755), 0);
+	assert_int_equal(mkdir(share_path("sys_bind"), 0755), 0);
+	assert_int_equal(mkdir(share_path("cgroup"), 0755), 0);
+	fd = open(share_path("environ_bind"), O_CREAT | O_WRONLY, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_true(bind_read_only("/proc", "proc_bind"));
+	assert_true(bind_read_only("/proc/self/environ", "environ_bind"));
+	assert_true(bind_read_only("/sys", "sys_bind"));
+	cgroup = !mount("none", share_path("cgroup"), "cgroup2", 0, NULL);
+	/* the share as seen from the new namespace, where the mounts are */
+	p9_server_exit(&srv);
+	session(false);
+	assert_int_equal(walk1(ROOT, 2, "environ_bind"), -EACCES);
+	assert_int_equal(walk(ROOT, 2, 3, mem), 1);
+	assert_int_equal(walk1(ROOT, 2, "proc_bind"), 1);
+	assert_int_equal(walk1(2, 3, "self"), -EACCES);
+	assert_int_equal(lopen(2, O_RDONLY | O_DIRECTORY), -EACCES);
+	assert_int_equal(mkdir9(2, "x", 0), -EACCES);
+	assert_int_equal(setattr9(2, 0x1, 0777, 0), -EACCES);
+	assert_int_equal(walk(ROOT, 3, 0, NULL), 0);
+	assert_int_equal(lcreate(3, "environ_bind", O_RDWR, 0), -EACCES);
+	assert_int_equal(walk1(ROOT, 4, "sys_bind"), 1);
+	assert_int_equal(walk1(4, 5, "kernel"), -EACCES);
+	if (cgroup) {
+		assert_int_equal(walk1(ROOT, 5, "cgroup"), 1);
+		assert_int_equal(mkdir9(5, "lkvm-p9-test", 0), -EACCES);
+		assert_false(host_exists("share/cgroup/lkvm-p9-test"));
+		clunk(5);
+	}
+	clunk(2);
+	clunk(3);
+	clunk(4);
+}
+
 static void test_check_name(void **state)
 {
 	char longname[300];
@@ -1043,6 +1163,11 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(
 			test_new_files_belong_to_the_guest, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_kernel_fs_through_root,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_no_kernel_fs_mounted_in_share, setup,
+			teardown_mounts),
 		cmocka_unit_test(test_check_name),
 	};
 
