@@ -63,7 +63,7 @@ struct iothread {
 	long nivcsw;			/* preemptions seen so far */
 	uint64_t spin_yields;		/* spins ended for a preemption */
 	uint64_t user_us, sys_us;	/* CPU time, once the thread ended */
-	enum seccomp_class seccomp;	/* its filter; set before it starts */
+	enum seccomp_class seccomp;	/* set before the thread starts */
 	struct iothread *next;
 };
 

@@ -15,12 +15,12 @@
  */
 #include <endian.h>
 #include <errno.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <linux/virtio_9p.h>
 #include <linux/virtio_ids.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "lkvm/iothread.h"

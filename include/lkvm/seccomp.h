@@ -20,7 +20,7 @@ enum seccomp_class {
 	SECCOMP_MAIN,		/* main loop and teardown */
 	SECCOMP_VCPU,		/* KVM_RUN and the exits it dispatches */
 	SECCOMP_IO,		/* I/O threads: queues, disks, backends */
-	SECCOMP_P9,		/* a virtio-9p device's thread: its share's files */
+	SECCOMP_P9,		/* a virtio-9p device's thread: its files */
 	SECCOMP_SLIRP,		/* libslirp's thread: host sockets */
 	SECCOMP_CONSOLE,	/* the console's writer: stdout alone */
 	SECCOMP_NR_CLASSES,

@@ -952,7 +952,7 @@ static void test_open_unlinked_file(void **state)
 	assert_string_equal(buf, "123");
 	assert_int_equal(setattr9(2, 0x1, 0600, 0), TSETATTR + 1);
 	assert_int_equal(statfs9(2), TSTATFS + 1);
-	assert_int_equal(xattrwalk(2, 3, ""), 0);	/* no names, no error */
+	assert_int_equal(xattrwalk(2, 3, ""), 0);	/* no names */
 	clunk(3);
 	/* and one opened by Tlopen, then removed on the host */
 	host_file("share/doomed", "doomed\n");
@@ -1158,7 +1158,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_and_xattr_limits,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
-			test_read_only_share_takes_no_host_lock, setup, teardown),
+			test_read_only_share_takes_no_host_lock, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_open_unlinked_file, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
