@@ -73,12 +73,18 @@ static int inputs_open_shares(struct vm_inputs *in,
 	if (cfg->nr_shares)
 		raise_fd_limit(cfg->nr_shares);
 	for (i = 0; i < cfg->nr_shares; i++) {
-		const char *path = cfg->shares[i].path;
+		const char *path = cfg->shares[i].path, *fs;
 
 		in->share_fds[i] = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (in->share_fds[i] < 0) {
 			pr_err("--9p %s: %s", path, errno == ENOTDIR ?
 			       "not a directory" : strerror(errno));
+			return -1;
+		}
+		fs = p9_kernel_fs(in->share_fds[i]);
+		if (fs) {
+			pr_err("--9p %s: on %s, a kernel interface, which no share serves",
+			       path, fs);
 			return -1;
 		}
 	}

@@ -63,6 +63,7 @@ struct iothread {
 	long nivcsw;			/* preemptions seen so far */
 	uint64_t spin_yields;		/* spins ended for a preemption */
 	uint64_t user_us, sys_us;	/* CPU time, once the thread ended */
+	enum seccomp_class seccomp;	/* set before the thread starts */
 	struct iothread *next;
 };
 
@@ -94,6 +95,7 @@ struct iothread *iothread_create(struct vm *vm, const char *name)
 	if (!t)
 		return NULL;
 	t->vm = vm;
+	t->seccomp = SECCOMP_IO;
 	snprintf(t->name, sizeof(t->name), "%s", name);
 	t->epfd = epoll_create1(EPOLL_CLOEXEC);
 	t->stop.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -242,7 +244,7 @@ static void *iothread_loop(void *arg)
 	struct epoll_event ev[IOTHREAD_MAX_EVENTS];
 
 	pthread_setname_np(pthread_self(), t->name);
-	if (seccomp_confine(SECCOMP_IO)) {
+	if (seccomp_confine(t->seccomp)) {
 		vm_request_exit(t->vm, EXIT_VMM_ERROR,
 				"%s: cannot confine its thread", t->name);
 		return NULL;
@@ -274,6 +276,11 @@ static void *iothread_loop(void *arg)
 	}
 	iothread_account_cpu(t);
 	return NULL;
+}
+
+void iothread_set_seccomp(struct iothread *t, enum seccomp_class cls)
+{
+	t->seccomp = cls;
 }
 
 int iothread_start(struct iothread *t)

@@ -208,8 +208,6 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 
 	*reboot = false;
 	/* before the first thread: the slirp thread starts with its input */
-	if (cfg->nr_shares)
-		seccomp_allow_file_shares();
 	if (!cfg->no_seccomp && seccomp_prepare())
 		return EXIT_VMM_ERROR;
 	/* Everything the user gave is checked before /dev/kvm is opened. */

@@ -37,6 +37,7 @@
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <termios.h>
 #include <time.h>
@@ -93,9 +94,15 @@ static const struct sc_rule base_rules[] = {
 	ALLOW(exit), ALLOW(exit_group),
 };
 
+/* Serving any queue: the used ring's interrupt on INTx (and the UART's). */
+static const struct sc_rule serve_rules[] = {
+	IOCTL(KVM_IRQ_LINE),
+};
+
 /*
- * Serving queues: vCPU threads (--no-ioeventfd, and a driver's register
- * writes: queue start, reset, features) and I/O threads alike.
+ * Serving the queues of disks, NICs, rng, console and balloon: vCPU
+ * threads (--no-ioeventfd, and a driver's register writes: queue start,
+ * reset, features) and I/O threads alike.
  */
 static const struct sc_rule device_rules[] = {
 	/* disks: vectored I/O, FLUSH, DISCARD and WRITE_ZEROES */
@@ -111,8 +118,6 @@ static const struct sc_rule device_rules[] = {
 	IOCTL(TUNSETOFFLOAD), IOCTL(TUNSETQUEUE), IOCTL(TUNSETVNETHDRSZ),
 	/* a queue's ioeventfd, made by the thread that starts the queue */
 	ALLOW(eventfd2), ALLOW(epoll_ctl),
-	/* INTx and the serial line */
-	IOCTL(KVM_IRQ_LINE),
 };
 
 static const struct sc_rule vcpu_rules[] = {
@@ -126,16 +131,22 @@ static const struct sc_rule vcpu_rules[] = {
 };
 
 /*
- * virtio-9p (--9p) serves a share's files from the thread that serves its
- * queue: an I/O thread, or a vCPU with --no-ioeventfd. Paths are resolved
+ * virtio-9p (--9p): each share's files are served by its device's own
+ * thread, which alone of lkvm's threads may work on files (virtio/9p.c:
+ * a vCPU serving notifies inline hands them to it). Paths are resolved
  * with openat2 beneath the share's root; the rest work in directories so
  * opened, or on /proc/self/fd names of inodes so opened (fs/p9_*.c).
+ * mknodat makes what the server makes, never a device node.
  */
 static const struct sc_rule share_rules[] = {
 	ALLOW(openat2), ALLOW(openat), ALLOW(close), ALLOW(newfstatat),
-	ALLOW(fstat), ALLOW(fstatfs), ALLOW(readlinkat), ALLOW(getdents64),
-	ALLOW(lseek), ALLOW(fsync), ALLOW(fdatasync), ALLOW(fcntl),
-	ALLOW(mkdirat), ALLOW(symlinkat), ALLOW(mknodat), ALLOW(linkat),
+	ALLOW(fstat), ALLOW(fstatfs), ALLOW(statx), ALLOW(readlinkat),
+	ALLOW(getdents64), ALLOW(lseek), ALLOW(pread64), ALLOW(pwrite64),
+	ALLOW(fsync), ALLOW(fdatasync), ALLOW(fcntl),
+	ALLOW(mkdirat), ALLOW(symlinkat), ALLOW(linkat),
+	ALLOW_MASKED(mknodat, 2, S_IFMT, S_IFREG),
+	ALLOW_MASKED(mknodat, 2, S_IFMT, S_IFIFO),
+	ALLOW_MASKED(mknodat, 2, S_IFMT, S_IFSOCK),
 	ALLOW(renameat), ALLOW(renameat2), ALLOW(unlinkat), ALLOW(fchownat),
 	ALLOW(chmod), ALLOW(fchmodat), ALLOW(truncate), ALLOW(utimensat),
 	ALLOW(getxattr), ALLOW(listxattr), ALLOW(setxattr),
@@ -229,10 +240,12 @@ static const struct sc_class_def {
 	struct sc_table tables[SC_MAX_TABLES];
 } classes[SECCOMP_NR_CLASSES] = {
 	[SECCOMP_MAIN] = { "main", { TABLE(base_rules), TABLE(main_rules) } },
-	[SECCOMP_VCPU] = { "vCPU", { TABLE(base_rules), TABLE(device_rules),
-				     TABLE(vcpu_rules) } },
-	[SECCOMP_IO] = { "I/O", { TABLE(base_rules), TABLE(device_rules),
-				  TABLE(io_rules) } },
+	[SECCOMP_VCPU] = { "vCPU", { TABLE(base_rules), TABLE(serve_rules),
+				     TABLE(device_rules), TABLE(vcpu_rules) } },
+	[SECCOMP_IO] = { "I/O", { TABLE(base_rules), TABLE(serve_rules),
+				  TABLE(device_rules), TABLE(io_rules) } },
+	[SECCOMP_P9] = { "9p", { TABLE(base_rules), TABLE(serve_rules),
+				 TABLE(io_rules), TABLE(share_rules) } },
 	[SECCOMP_SLIRP] = { "slirp", { TABLE(base_rules),
 				       TABLE(slirp_rules) } },
 	[SECCOMP_CONSOLE] = { "console", { TABLE(base_rules),
@@ -245,7 +258,6 @@ static const char *const syscall_names[] = {
 };
 
 static struct sock_fprog programs[SECCOMP_NR_CLASSES];
-static bool file_shares;		/* seccomp_allow_file_shares() */
 static uint32_t native_arch;		/* AUDIT_ARCH_*, as si_arch gives it */
 static __thread int thread_class = -1;
 
@@ -381,12 +393,6 @@ static int build_class(enum seccomp_class cls)
 	for (i = 0; i < SC_MAX_TABLES && def->tables[i].rules; i++)
 		if (add_table(ctx, &def->tables[i]))
 			goto out;
-	if (file_shares && (cls == SECCOMP_VCPU || cls == SECCOMP_IO)) {
-		const struct sc_table shares = TABLE(share_rules);
-
-		if (add_table(ctx, &shares))
-			goto out;
-	}
 #ifdef LKVM_SANITIZED
 	{
 		const struct sc_table san = TABLE(sanitizer_rules);
@@ -402,11 +408,6 @@ static int build_class(enum seccomp_class cls)
 out:
 	seccomp_release(ctx);
 	return err ? -1 : 0;
-}
-
-void seccomp_allow_file_shares(void)
-{
-	file_shares = true;
 }
 
 int seccomp_prepare(void)

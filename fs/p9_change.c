@@ -10,7 +10,11 @@
  * Ownership: when lkvm runs as root, a new file belongs to the guest's
  * user and group (the guest's kernel checks permissions as 9P's "user"
  * access says); otherwise to lkvm's user, and a guest's chown is let be.
- * Set-user-ID (and, for files, set-group-ID) bits are never set.
+ * The owner is given through a file descriptor of the new inode, never
+ * by its name, which a host process could swap for a link to a file
+ * elsewhere in between. Set-user-ID (and, for files, set-group-ID) bits
+ * are never set. A fid that holds an open file changes that file, which
+ * its name may no longer reach (open, unlink, ftruncate).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -74,35 +78,67 @@ static int changing(struct p9_server *s, const struct p9_in *in,
 
 static int open_dir(struct p9_server *s, const struct p9_fid *fid)
 {
-	return p9_open_beneath(s, fid->path, O_PATH | O_DIRECTORY, 0);
+	return p9_open_beneath(s, fid->path, O_DIRECTORY);
 }
 
-/* The new name's owner, its qid in the reply, as lkvm's policy says. */
-static int made(struct p9_server *s, int dirfd, const char *name,
-		uint32_t uid, uint32_t gid, struct p9_out *out)
+/*
+ * The inode at fd, new: its owner as lkvm's policy says (owned: made by
+ * us, so the guest's to own), its qid in the reply.
+ */
+static int made(struct p9_server *s, int fd, bool owned, uint32_t uid,
+		uint32_t gid, struct p9_out *out)
 {
 	struct p9_qid qid;
 	struct stat st;
 
-	if (s->set_owner &&
-	    fchownat(dirfd, name, uid, gid, AT_SYMLINK_NOFOLLOW))
+	if (owned && s->set_owner &&
+	    fchownat(fd, "", uid, gid, AT_EMPTY_PATH))
 		return errno;
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
+	if (fstat(fd, &st))
 		return errno;
 	p9_stat_qid(s, &st, &qid);
 	p9_putqid(out, &qid);
 	return 0;
 }
 
-/* Open a new regular file, or an old one (a regular file) unless excl. */
+/*
+ * What mkdirat, symlinkat or mknodat just made as name, of type type:
+ * an O_PATH fd of it. When it is to be given away (set_owner), -EIO
+ * unless the name still holds an inode this server could have made, so
+ * that a host process that swapped it in between gets nothing chowned:
+ * ours, and not a link to one elsewhere.
+ */
+static int made_name(struct p9_server *s, int dirfd, const char *name,
+		     mode_t type)
+{
+	int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0 || !s->set_owner)
+		return fd < 0 ? -errno : fd;
+	/* set_owner: lkvm is root, the owner of all it makes */
+	if (fstat(fd, &st) || (st.st_mode & S_IFMT) != type ||
+	    st.st_uid != 0 || (!S_ISDIR(type) && st.st_nlink != 1)) {
+		close(fd);
+		return -EIO;
+	}
+	return fd;
+}
+
+/*
+ * Open a new regular file, or an old one (a regular file) unless excl;
+ * *created says which.
+ */
 static int create_file(struct p9_server *s, int dirfd, const char *path,
-		       const char *name, int flags, mode_t mode)
+		       const char *name, int flags, mode_t mode,
+		       bool *created)
 {
 	struct stat st;
 	int fd, pfd;
 
 	fd = openat(dirfd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW |
 				 O_CLOEXEC | O_NOCTTY, mode);
+	*created = fd >= 0;
 	if (fd >= 0 || errno != EEXIST || (flags & O_EXCL))
 		return fd < 0 ? -errno : fd;
 	pfd = p9_open_inode(s, path, &st);
@@ -121,6 +157,7 @@ int p9_op_lcreate(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	char elem[P9_NAME_MAX + 1], path[PATH_MAX], *copy;
 	struct p9_fid *fid;
 	int dirfd, fd, err;
+	bool created;
 
 	err = changing(s, in, num, name, elem, &fid);
 	if (err)
@@ -139,8 +176,8 @@ int p9_op_lcreate(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	/* 9P2000.L's open flags are Linux's own values */
 	fd = create_file(s, dirfd, path, elem, (flags & (O_ACCMODE | O_EXCL |
 				 O_TRUNC | O_APPEND | O_DSYNC | O_SYNC)),
-			 safe_mode(mode, false));
-	err = fd < 0 ? -fd : made(s, dirfd, elem, fid->uid, gid, out);
+			 safe_mode(mode, false), &created);
+	err = fd < 0 ? -fd : made(s, fd, created, fid->uid, gid, out);
 	close(dirfd);
 	if (err) {
 		if (fd >= 0)
@@ -160,6 +197,7 @@ struct p9_new_name {
 	uint32_t dfid;
 	struct p9_str name;
 	uint32_t gid;
+	mode_t type;		/* S_IFDIR, S_IFLNK...: what make() makes */
 };
 
 static int make_name(struct p9_server *s, const struct p9_in *in,
@@ -169,7 +207,7 @@ static int make_name(struct p9_server *s, const struct p9_in *in,
 {
 	char elem[P9_NAME_MAX + 1];
 	struct p9_fid *fid;
-	int dirfd, err;
+	int dirfd, fd, err;
 
 	err = changing(s, in, nn->dfid, nn->name, elem, &fid);
 	if (err)
@@ -178,9 +216,12 @@ static int make_name(struct p9_server *s, const struct p9_in *in,
 	if (dirfd < 0)
 		return -dirfd;
 	err = make(dirfd, elem, arg) ? errno : 0;
-	if (!err)
-		err = made(s, dirfd, elem, fid->uid, nn->gid, out);
+	fd = err ? -err : made_name(s, dirfd, elem, nn->type);
 	close(dirfd);
+	if (fd < 0)
+		return -fd;
+	err = made(s, fd, true, fid->uid, nn->gid, out);
+	close(fd);
 	return err;
 }
 
@@ -191,7 +232,7 @@ static int do_mkdir(int dirfd, const char *name, const void *arg)
 
 int p9_op_mkdir(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 {
-	struct p9_new_name nn = { .dfid = p9_get32(in) };
+	struct p9_new_name nn = { .dfid = p9_get32(in), .type = S_IFDIR };
 	mode_t mode;
 
 	nn.name = p9_getstr(in);
@@ -207,7 +248,7 @@ static int do_symlink(int dirfd, const char *name, const void *arg)
 
 int p9_op_symlink(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 {
-	struct p9_new_name nn = { .dfid = p9_get32(in) };
+	struct p9_new_name nn = { .dfid = p9_get32(in), .type = S_IFLNK };
 	struct p9_str target;
 	char text[PATH_MAX];
 
@@ -250,6 +291,7 @@ int p9_op_mknod(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 		return EPERM;
 	m.mode = (mode & S_IFMT) | safe_mode(mode, false);
 	m.dev = 0;
+	nn.type = mode & S_IFMT;
 	return make_name(s, in, &nn, out, do_mknod, &m);
 }
 
@@ -456,10 +498,10 @@ int p9_op_setattr(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 		return EBADF;
 	if (s->ro)
 		return EROFS;
-	fd = p9_open_inode(s, fid->path, &st);
+	fd = p9_fid_inode(s, fid, &st, false);
 	if (fd < 0)
 		return -fd;
 	err = apply_setattr(s, fd, &st, &a);
-	close(fd);
+	p9_fid_inode_done(fid, fd);
 	return err;
 }

@@ -6,13 +6,19 @@
  * host-side rename could move outside the share. ".." is taken off the
  * path by hand (there is no symlink in a path the server accepted, so the
  * text's parent is the directory's parent), and stops at the root.
+ * Every inode the server resolves is checked on its file descriptor for
+ * the file system it is on: kernel interfaces (proc, sysfs...) are
+ * refused, wherever they are mounted.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -170,24 +176,127 @@ void p9_path_parent(char *path)
 		*path = '\0';
 }
 
-int p9_open_beneath(struct p9_server *s, const char *path, int flags,
-		    mode_t mode)
+/*
+ * Kernel interfaces, not files: their inodes are the host's processes
+ * (proc: every process's memory, environment, file descriptors), its
+ * devices and drivers (sysfs, configfs, debugfs, tracefs, usbdevfs), its
+ * security state (securityfs, selinuxfs, smackfs, efivarfs, pstore),
+ * its cgroups, BPF objects, namespaces, binfmt_misc handlers (a new
+ * interpreter for every exec), FUSE connections, message queues and the
+ * NFS server's and RPC pipes' controls. None is the user's data, and a
+ * read or write of one acts on the host, so no share serves them,
+ * wherever they are mounted. The magic numbers are the kernel's; uapi's
+ * <linux/magic.h> lacks a few. Left out on purpose: tmpfs and
+ * hugetlbfs (files like any other), devpts (character devices, which are
+ * never opened anyway) and autofs (what it mounts is checked in turn).
+ */
+static const struct kernel_fs {
+	unsigned long magic;
+	const char *name;
+} kernel_fses[] = {
+	{ PROC_SUPER_MAGIC, "proc" },
+	{ SYSFS_MAGIC, "sysfs" },
+	{ DEBUGFS_MAGIC, "debugfs" },
+	{ TRACEFS_MAGIC, "tracefs" },
+	{ SECURITYFS_MAGIC, "securityfs" },
+	{ CGROUP_SUPER_MAGIC, "cgroup" },
+	{ CGROUP2_SUPER_MAGIC, "cgroup2" },
+	{ BPF_FS_MAGIC, "bpf" },
+	{ 0x62656570, "configfs" },
+	{ EFIVARFS_MAGIC, "efivarfs" },
+	{ PSTOREFS_MAGIC, "pstore" },
+	{ SELINUX_MAGIC, "selinuxfs" },
+	{ SMACK_MAGIC, "smackfs" },
+	{ BINFMTFS_MAGIC, "binfmt_misc" },
+	{ 0x65735543, "fusectl" },
+	{ NSFS_MAGIC, "nsfs" },
+	{ RDTGROUP_SUPER_MAGIC, "resctrl" },
+	{ 0x19800202, "mqueue" },
+	{ 0x6e667364, "nfsd" },
+	{ 0x67596969, "rpc_pipefs" },
+	{ XENFS_SUPER_MAGIC, "xenfs" },
+	{ USBDEVICE_SUPER_MAGIC, "usbdevfs" },
+};
+
+/* The kernel file system fd is on, or NULL; *err when fstatfs fails. */
+static const char *kernel_fs_of(int fd, int *err)
+{
+	struct statfs sf;
+	size_t i;
+
+	*err = fstatfs(fd, &sf) ? errno : 0;
+	for (i = 0; !*err && i < ARRAY_SIZE(kernel_fses); i++)
+		if ((unsigned long)sf.f_type == kernel_fses[i].magic)
+			return kernel_fses[i].name;
+	return NULL;
+}
+
+const char *p9_kernel_fs(int fd)
+{
+	int err;
+
+	return kernel_fs_of(fd, &err);
+}
+
+/* Is fd's inode a directory some mount has as its root? */
+static bool mount_root_dir(int fd)
+{
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_TYPE,
+		  &stx))
+		return false;
+	return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+	       (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) &&
+	       S_ISDIR(stx.stx_mode);
+}
+
+/*
+ * 0 if the server may use fd, or the errno that refuses it: always the
+ * file descriptor's own file system, never the path's text, so a mount
+ * or bind anywhere, made at any time, changes nothing. The one kernel
+ * inode a fid may name (naming) is the root directory of such a mount,
+ * for the guest to mount its own proc or sysfs on (lkvm sandbox does);
+ * nothing below it is reached, and nothing opens, lists or changes it.
+ */
+static int check_inode(int fd, bool naming)
+{
+	int err;
+
+	if (!kernel_fs_of(fd, &err))
+		return err;
+	return naming && mount_root_dir(fd) ? 0 : EACCES;
+}
+
+static int resolve_beneath(struct p9_server *s, const char *path, int flags,
+			   bool naming)
 {
 	/* openat2 takes nothing but these three with O_PATH */
 	struct open_how how = {
-		.flags = flags | O_CLOEXEC | O_NOFOLLOW |
-			 ((flags & O_PATH) ? 0 : O_NOCTTY),
-		.mode = (flags & O_CREAT) ? mode : 0,
+		.flags = flags | O_CLOEXEC | O_NOFOLLOW,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 			   RESOLVE_NO_MAGICLINKS,
 	};
 	long fd;
+	int err;
 
 	do
 		fd = syscall(SYS_openat2, s->root_fd, *path ? path : ".", &how,
 			     sizeof(how));
 	while (fd < 0 && errno == EAGAIN);
-	return fd < 0 ? -errno : (int)fd;
+	if (fd < 0)
+		return -errno;
+	err = check_inode(fd, naming);
+	if (err) {
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+int p9_open_beneath(struct p9_server *s, const char *path, int flags)
+{
+	return resolve_beneath(s, path, O_PATH | flags, false);
 }
 
 int p9_open_parent(struct p9_server *s, const char *path, const char **name)
@@ -200,7 +309,7 @@ int p9_open_parent(struct p9_server *s, const char *path, const char **name)
 	*name = slash ? slash + 1 : path;
 	snprintf(parent, sizeof(parent), "%.*s",
 		 slash ? (int)(slash - path) : 0, path);
-	return p9_open_beneath(s, parent, O_PATH | O_DIRECTORY, 0);
+	return p9_open_beneath(s, parent, O_DIRECTORY);
 }
 
 static unsigned int dev_index(struct p9_server *s, uint64_t dev)
@@ -230,17 +339,40 @@ void p9_stat_qid(struct p9_server *s, const struct stat *st,
 		    ((uint64_t)dev_index(s, st->st_dev) << 48);
 }
 
+static int inode_stat(int fd, struct stat *st)
+{
+	int err;
+
+	if (fd < 0 || !fstat(fd, st))
+		return fd;
+	err = -errno;
+	close(fd);
+	return err;
+}
+
 int p9_open_inode(struct p9_server *s, const char *path, struct stat *st)
 {
-	int fd = p9_open_beneath(s, path, O_PATH, 0);
+	return inode_stat(resolve_beneath(s, path, O_PATH, false), st);
+}
 
-	if (fd >= 0 && fstat(fd, st)) {
-		int err = -errno;
+int p9_name_inode(struct p9_server *s, const char *path, struct stat *st)
+{
+	return inode_stat(resolve_beneath(s, path, O_PATH, true), st);
+}
 
+int p9_fid_inode(struct p9_server *s, const struct p9_fid *fid,
+		 struct stat *st, bool naming)
+{
+	if (fid->fd < 0)
+		return naming ? p9_name_inode(s, fid->path, st) :
+				p9_open_inode(s, fid->path, st);
+	return fstat(fid->fd, st) ? -errno : fid->fd;
+}
+
+void p9_fid_inode_done(const struct p9_fid *fid, int fd)
+{
+	if (fd != fid->fd)
 		close(fd);
-		return err;
-	}
-	return fd;
 }
 
 void p9_proc_path(int fd, char buf[P9_PROC_PATH])

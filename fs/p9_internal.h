@@ -128,14 +128,30 @@ int p9_path_join(char *buf, const char *dir, const char *name);
 void p9_path_parent(char *path);
 
 /*
- * Open path beneath the root, never following a symlink anywhere in it
- * (the last element too: with O_PATH a symlink itself is opened). flags
- * as openat(); returns the fd or -errno.
+ * Open path beneath the root as an O_PATH fd (flags: more open flags,
+ * such as O_DIRECTORY), never following a symlink anywhere in it (the
+ * last element too: a symlink itself is opened). An inode on a kernel
+ * interface file system (proc, sysfs...: see p9_fid.c) is refused with
+ * EACCES. Returns the fd or -errno.
  */
-int p9_open_beneath(struct p9_server *s, const char *path, int flags,
-		    mode_t mode);
+int p9_open_beneath(struct p9_server *s, const char *path, int flags);
 /* path's inode (O_PATH, fd returned) and its stat; -errno. */
 int p9_open_inode(struct p9_server *s, const char *path, struct stat *st);
+/*
+ * The same for a walk or a Tgetattr, which only name an inode: these
+ * also reach the root directory of a kernel file system's mount (where
+ * the guest mounts its own), and nothing else of one.
+ */
+int p9_name_inode(struct p9_server *s, const char *path, struct stat *st);
+/*
+ * The inode fid names and its stat: the fid's own open fd when it has
+ * one (a file the guest opened and then unlinked is still there), else
+ * one opened by path as p9_name_inode() (naming) or p9_open_inode()
+ * does. Give it back with p9_fid_inode_done(). fd or -errno.
+ */
+int p9_fid_inode(struct p9_server *s, const struct p9_fid *fid,
+		 struct stat *st, bool naming);
+void p9_fid_inode_done(const struct p9_fid *fid, int fd);
 /*
  * The name of an O_PATH fd's inode that reopens it for real or changes
  * it (chmod, truncate, times, xattrs): the kernel goes straight to that

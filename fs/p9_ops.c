@@ -68,6 +68,9 @@ int p9_op_attach(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	uid = p9_get32(in);
 	if (in->err)
 		return EINVAL;
+	/* a root on a kernel file system serves nothing (see p9_fid.c) */
+	if (p9_kernel_fs(s->root_fd))
+		return EACCES;
 	if (fstat(s->root_fd, &st))
 		return errno;
 	fid = p9_fid_new(s, num, "", &err);
@@ -107,7 +110,7 @@ static int walk_one(struct p9_server *s, char *path, struct p9_str name,
 		if (err)
 			return err;
 	}
-	fd = p9_open_inode(s, next, &st);
+	fd = p9_name_inode(s, next, &st);
 	if (fd < 0)
 		return -fd;
 	close(fd);
@@ -205,10 +208,11 @@ int p9_op_getattr(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 		return EINVAL;
 	if (!fid)
 		return EBADF;
-	fd = p9_open_inode(s, fid->path, &st);
+	/* an open file is asked, not its name: it may have been unlinked */
+	fd = p9_fid_inode(s, fid, &st, true);
 	if (fd < 0)
 		return -fd;
-	close(fd);
+	p9_fid_inode_done(fid, fd);
 	p9_stat_qid(s, &st, &qid);
 	p9_put64(out, P9_GETATTR_BASIC);
 	p9_putqid(out, &qid);
@@ -237,18 +241,19 @@ int p9_op_statfs(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 {
 	struct p9_fid *fid = path_fid(s, p9_get32(in));
 	struct statfs sf;
+	struct stat st;
 	int fd, err = 0;
 
 	if (in->err)
 		return EINVAL;
 	if (!fid)
 		return EBADF;
-	fd = p9_open_beneath(s, fid->path, O_PATH, 0);
+	fd = p9_fid_inode(s, fid, &st, false);
 	if (fd < 0)
 		return -fd;
 	if (fstatfs(fd, &sf))
 		err = errno;
-	close(fd);
+	p9_fid_inode_done(fid, fd);
 	if (err)
 		return err;
 	p9_put32(out, sf.f_type);
@@ -275,7 +280,7 @@ int p9_op_readlink(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 		return EINVAL;
 	if (!fid)
 		return EBADF;
-	fd = p9_open_beneath(s, fid->path, O_PATH, 0);
+	fd = p9_open_beneath(s, fid->path, 0);
 	if (fd < 0)
 		return -fd;
 	/* the link's own text: reading it follows nothing */
@@ -501,6 +506,26 @@ static int lock_fid(struct p9_server *s, struct p9_in *in, int cmd,
 	return 0;
 }
 
+/*
+ * A read-only share takes no host lock: a guest that only reads must not
+ * hold off the host's writers (a sandbox would hold read locks on the
+ * user's databases for as long as it keeps them open). Its locks are its
+ * own kernel's, which Linux's 9p client takes locally before it asks;
+ * here a read lock waits while a host process holds a write lock
+ * (F_OFD_GETLK takes nothing), and a write lock fails as it would on the
+ * read-only fd.
+ */
+static uint8_t lock_read_only(const struct p9_fid *fid, const struct flock *fl)
+{
+	struct flock probe = *fl;
+
+	if (fl->l_type == F_UNLCK)
+		return P9_LOCK_SUCCESS;
+	if (fl->l_type != F_RDLCK || fcntl(fid->fd, F_OFD_GETLK, &probe))
+		return P9_LOCK_ERROR;
+	return probe.l_type == F_UNLCK ? P9_LOCK_SUCCESS : P9_LOCK_BLOCKED;
+}
+
 int p9_op_lock(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 {
 	struct p9_fid *fid;
@@ -510,7 +535,9 @@ int p9_op_lock(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 
 	if (err)
 		return err;
-	if (!fcntl(fid->fd, F_OFD_SETLK, &fl))
+	if (s->ro)
+		p9_put8(out, lock_read_only(fid, &fl));
+	else if (!fcntl(fid->fd, F_OFD_SETLK, &fl))
 		p9_put8(out, P9_LOCK_SUCCESS);
 	else if (errno == EAGAIN || errno == EACCES)
 		p9_put8(out, P9_LOCK_BLOCKED);
@@ -519,6 +546,11 @@ int p9_op_lock(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 	return 0;
 }
 
+/*
+ * What would stop the guest's lock: a host lock or another open's on any
+ * share (the same on a read-only one, which holds none of its own). No
+ * host process ID goes to the guest.
+ */
 int p9_op_getlock(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 {
 	struct p9_fid *fid;
@@ -534,7 +566,7 @@ int p9_op_getlock(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 		     fl.l_type == F_WRLCK ? P9_LOCK_WRLCK : P9_LOCK_UNLCK);
 	p9_put64(out, fl.l_start);
 	p9_put64(out, fl.l_len);
-	p9_put32(out, fl.l_pid);
+	p9_put32(out, 0);
 	p9_putstr(out, client.s, client.len);	/* back as it came */
 	return 0;
 }

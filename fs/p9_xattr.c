@@ -20,7 +20,6 @@
 
 #define XATTR_CREATE_FLAGS	(XATTR_CREATE | XATTR_REPLACE)
 
-/* The value (name non-empty) or name list of path's inode, malloc'd. */
 /* The value of name (the name list if empty) into buf, size bytes; -errno. */
 static ssize_t get_xattr(const char *proc, const char *name, void *buf,
 			 size_t size)
@@ -32,24 +31,24 @@ static ssize_t get_xattr(const char *proc, const char *name, void *buf,
 }
 
 /*
- * The value (name non-empty) or name list of path's inode, malloc'd to
- * its size. Linux asks for security.capability before every write: the
- * size is asked first, so an attribute that is not there (the usual
- * answer) costs one call and no allocation.
+ * The value (name non-empty) or name list of the inode fid names,
+ * malloc'd to its size. Linux asks for security.capability before every
+ * write: the size is asked first, so an attribute that is not there (the
+ * usual answer) costs one call and no allocation.
  */
-static ssize_t fetch_xattr(struct p9_server *s, const char *path,
+static ssize_t fetch_xattr(struct p9_server *s, const struct p9_fid *fid,
 			   const char *name, uint8_t **value)
 {
 	char proc[P9_PROC_PATH];
 	struct stat st;
 	ssize_t n;
-	int fd = p9_open_inode(s, path, &st);
+	int fd = p9_fid_inode(s, fid, &st, false);
 
 	*value = NULL;
 	if (fd < 0)
 		return fd;
 	if (S_ISLNK(st.st_mode)) {
-		close(fd);
+		p9_fid_inode_done(fid, fd);
 		return *name ? -ENODATA : 0;
 	}
 	p9_proc_path(fd, proc);
@@ -60,7 +59,7 @@ static ssize_t fetch_xattr(struct p9_server *s, const char *path,
 		n = -ENOMEM;
 	if (n > 0)
 		n = get_xattr(proc, name, *value, n);	/* ERANGE: it grew */
-	close(fd);
+	p9_fid_inode_done(fid, fd);
 	if (n < 0) {
 		free(*value);
 		*value = NULL;
@@ -82,7 +81,7 @@ int p9_op_xattrwalk(struct p9_server *s, struct p9_in *in, struct p9_out *out)
 		return EINVAL;
 	if (!fid || fid->kind != P9_FID_PATH || p9_fid_get(s, newnum))
 		return EBADF;
-	n = fetch_xattr(s, fid->path, cname, &value);
+	n = fetch_xattr(s, fid, cname, &value);
 	if (n < 0)
 		return -n;
 	nf = s->xattr_bytes + n > P9_XATTR_TOTAL ? NULL :

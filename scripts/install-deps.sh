@@ -9,7 +9,7 @@ packages="gcc make libc6-dev linux-libc-dev libcmocka-dev acpica-tools
 	python3 python3-pytest qemu-system-x86 busybox-static cpio xz-utils
 	kmod strace util-linux fio lz4 libslirp-dev iperf3 e2fsprogs
 	clang libclang-rt-14-dev valgrind libc6-dbg libseccomp-dev
-	liburing-dev zlib1g-dev qemu-utils libfdt-dev
+	liburing-dev zlib1g-dev qemu-utils libfdt-dev gdb
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
 	qemu-system-arm"
 

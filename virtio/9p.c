@@ -7,12 +7,20 @@
  * scattered back: Linux's zero-copy reads and writes put the payload in
  * extra buffers after a short header, which the flat copy handles the
  * same way as any other split.
+ *
+ * That thread is the device's own whatever --iothreads says, and the
+ * only one whose seccomp filter lets it work on files (SECCOMP_P9): a
+ * kick that reaches a vCPU thread (--no-ioeventfd, a driver starting
+ * the queue) is handed to it, never served there.
  */
 #include <endian.h>
+#include <errno.h>
 #include <linux/virtio_9p.h>
 #include <linux/virtio_ids.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "lkvm/iothread.h"
@@ -24,13 +32,13 @@
 #define P9_QUEUE_SIZE		128
 
 /*
- * Created by the main thread; the server and both buffers belong to
- * whoever serves the queue (the device's I/O thread, a pool's, or a vCPU
- * with --no-ioeventfd), under the queue's lock.
+ * Created by the main thread; the server and both buffers belong to the
+ * device's own I/O thread, which serves the queue under its lock.
  */
 struct virtio_9p {
 	struct virtio_device vdev;
-	struct iothread *iothread;	/* NULL when on a pool's */
+	struct iothread *iothread;
+	struct io_source handoff;	/* an eventfd: kicks for the thread */
 	bool stopped;
 	struct __attribute__((packed)) {
 		uint16_t tag_len;
@@ -62,9 +70,34 @@ static enum virtio_chain_result p9_chain(struct virtio_queue *q,
 	return VIRTIO_CHAIN_USED;
 }
 
+/* Caller holds q->lock. */
 static void p9_queue_kick(struct virtio_device *vdev, struct virtio_queue *q)
 {
-	virtio_queue_serve(vdev, q, p9_chain, vdev->priv);
+	struct virtio_9p *p = vdev->priv;
+	uint64_t one = 1;
+
+	if (iothread_is_current(p->iothread)) {
+		virtio_queue_serve(vdev, q, p9_chain, p);
+		return;
+	}
+	if (write(p->handoff.fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		pr_warn_once("virtio-9p: cannot hand a kick to its thread: %s",
+			     strerror(errno));
+}
+
+/* On the device's thread: a kick another thread took. */
+static void p9_handoff(struct io_source *src, uint32_t events)
+{
+	struct virtio_9p *p = src->opaque;
+	struct virtio_queue *q = &p->vdev.queues[0];
+	uint64_t count;
+
+	if (read(src->fd, &count, sizeof(count)) != sizeof(count))
+		return;
+	pthread_mutex_lock(&q->lock);
+	if (q->live)
+		virtio_queue_serve(&p->vdev, q, p9_chain, p);
+	pthread_mutex_unlock(&q->lock);
 }
 
 /* A reset ends the driver's session: its fids go with it. */
@@ -99,12 +132,18 @@ struct virtio_9p *virtio_9p_create(struct vm *vm,
 				   int root_fd, const char *tag, bool ro)
 {
 	struct virtio_9p *p = vm_zalloc(vm, sizeof(*p));
+	struct virtio_device_options own = *opts;
 	size_t tag_len = strlen(tag);
 
 	if (!p || tag_len > VIRTIO_9P_TAG_MAX) {
 		close(root_fd);
 		return NULL;
 	}
+	own.pool = NULL;	/* a thread of its own, never a pool's */
+	p->handoff = (struct io_source) {
+		.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK),
+		.handler = p9_handoff, .opaque = p,
+	};
 	p9_server_init(&p->server, root_fd, ro);
 	p->config.tag_len = htole16(tag_len);
 	memcpy(p->config.tag, tag, tag_len);
@@ -114,9 +153,15 @@ struct virtio_9p *virtio_9p_create(struct vm *vm,
 		pr_err("virtio-9p: no memory for the '%s' share's buffers", tag);
 		goto fail;
 	}
-	if (virtio_device_setup(&p->vdev, vm, &p9_ops, p, 1, P9_QUEUE_SIZE,
-				opts, "9p-io", &p->iothread))
+	if (p->handoff.fd < 0) {
+		pr_err("virtio-9p: eventfd: %s", strerror(errno));
 		goto fail;
+	}
+	if (virtio_device_setup(&p->vdev, vm, &p9_ops, p, 1, P9_QUEUE_SIZE,
+				&own, "9p-io", &p->iothread) ||
+	    iothread_add(p->iothread, &p->handoff, EPOLLIN))
+		goto fail;
+	iothread_set_seccomp(p->iothread, SECCOMP_P9);
 	p->vdev.host_features |= 1ull << VIRTIO_9P_MOUNT_TAG;
 	p->vdev.config = (uint8_t *)&p->config;
 	p->vdev.config_size = sizeof(p->config.tag_len) + tag_len;
@@ -133,6 +178,9 @@ void virtio_9p_destroy(struct virtio_9p *p)
 	if (!p)
 		return;
 	virtio_device_teardown(&p->vdev, &p->iothread, &p->stopped);
+	if (p->handoff.fd >= 0)
+		close(p->handoff.fd);
+	p->handoff.fd = -1;
 	p9_server_exit(&p->server);
 	free(p->req);
 	free(p->reply);

@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "lkvm/seccomp.h"
+
 struct vm;
 struct io_source;
 
@@ -66,6 +68,11 @@ struct io_poller {
 struct iothread;
 
 struct iothread *iothread_create(struct vm *vm, const char *name);
+/*
+ * Before iothread_start(): the seccomp class the thread confines itself
+ * to (SECCOMP_IO unless told otherwise).
+ */
+void iothread_set_seccomp(struct iothread *t, enum seccomp_class cls);
 int iothread_start(struct iothread *t);
 /* Stop and join the thread; its sources are left registered but idle. */
 void iothread_stop(struct iothread *t);

@@ -10,7 +10,10 @@
  * kernel reads links and walks them itself, within the share), so no `..`,
  * symlink or host-side rename race can take a request outside the root.
  * Only regular files and directories are ever opened; a read-only share
- * refuses every change with EROFS. Guest-set xattrs are user.* only, and
+ * refuses every change with EROFS and takes no host lock. No inode of a
+ * kernel interface file system (proc, sysfs, cgroup...) is served,
+ * whatever is mounted where: the check is on each file descriptor's
+ * own file system (fs/p9_fid.c). Guest-set xattrs are user.* only, and
  * set-user-ID bits are never set: a hostile guest cannot plant privileges
  * on the host.
  */
@@ -63,6 +66,12 @@ void p9_server_reset(struct p9_server *s);
  */
 size_t p9_handle(struct p9_server *s, const uint8_t *req, size_t req_len,
 		 uint8_t *reply, size_t cap);
+
+/*
+ * The name of the kernel interface file system ("proc", "sysfs"...) that
+ * fd is on, which no share serves; NULL for any other.
+ */
+const char *p9_kernel_fs(int fd);
 
 /*
  * Check one path element a guest sent: 0, or the errno to refuse it with

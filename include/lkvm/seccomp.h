@@ -20,6 +20,7 @@ enum seccomp_class {
 	SECCOMP_MAIN,		/* main loop and teardown */
 	SECCOMP_VCPU,		/* KVM_RUN and the exits it dispatches */
 	SECCOMP_IO,		/* I/O threads: queues, disks, backends */
+	SECCOMP_P9,		/* a virtio-9p device's thread: its files */
 	SECCOMP_SLIRP,		/* libslirp's thread: host sockets */
 	SECCOMP_CONSOLE,	/* the console's writer: stdout alone */
 	SECCOMP_NR_CLASSES,
@@ -30,12 +31,6 @@ enum seccomp_class {
  * on seccomp_confine() confines. 0, or -1 with the reason printed.
  */
 int seccomp_prepare(void);
-
-/*
- * Before seccomp_prepare(): the VM serves host directories (--9p), so
- * the threads that serve queues may work on files (see share_rules).
- */
-void seccomp_allow_file_shares(void);
 
 /*
  * Confine the calling thread to its class's list; 0 and nothing done

@@ -336,6 +336,9 @@ def test_a_directory_is_a_9p_root(tmp):
     ("{tmp},a b", ["unprintable"]),
     ("{tmp}," + "t" * 65, ["the tag is 1-64"]),
     ("{tmp},tag,rw", ["unknown option 'rw'"]),
+    # a kernel interface, by the file system it is on, not by its name
+    ("/proc/self,tag", ["--9p", "on proc, a kernel interface"]),
+    ("/sys/kernel,tag", ["--9p", "on sysfs, a kernel interface"]),
 ])
 def test_bad_9p(tmp, arg, words):
     (tmp / "file").write_text("x")

@@ -4,10 +4,15 @@ default, so every other kit test already runs confined; here: each lkvm
 thread carries exactly one filter, its own (none inherited from the
 thread that made it), --no-seccomp runs without, and SIGTERM still ends a
 confined VM the documented way. What a filter refuses is unit-tested
-(tests/unit/test_seccomp.c)."""
+(tests/unit/test_seccomp.c); here gdb makes a running VM's threads call
+what a compromised thread would: with --9p, only the share's own thread
+may open a file, and it may not make a device node."""
 import os
+import platform
+import shutil
 import signal
 import subprocess
+import textwrap
 import time
 
 import pytest
@@ -18,8 +23,9 @@ THREADS = {"lkvm", "vcpu0", "vcpu1", "blk-io", "net-io0", "slirp",
            "lkvm-console"}
 
 
-def seccomp_by_thread(pid):
-    """{comm: (Seccomp mode, Seccomp_filters)} for lkvm's own threads."""
+def seccomp_by_thread(pid, names=THREADS):
+    """{comm: (Seccomp mode, Seccomp_filters)} for lkvm's threads of
+    those names."""
     found = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -28,7 +34,7 @@ def seccomp_by_thread(pid):
         except OSError:
             continue
         name = fields["Name"].strip()
-        if name in THREADS:
+        if name in names:
             found[name] = (int(fields["Seccomp"]),
                            int(fields["Seccomp_filters"]))
     return found
@@ -97,3 +103,91 @@ def test_no_seccomp_runs_unconfined(tmp_path):
         err = stop(proc)
     assert threads == want, threads
     assert proc.returncode == 128 + signal.SIGTERM, err
+
+
+def inject(tmp_path, pid, thread, call):
+    """Make lkvm's thread named thread call call (a C expression) from
+    where it waits, as code that took the thread over would: gdb's
+    output."""
+    if not shutil.which("gdb"):
+        pytest.fail("gdb is missing: run scripts/install-deps.sh")
+    script = tmp_path / "inject.py"
+    script.write_text(textwrap.dedent(f"""\
+        import gdb
+        gdb.execute("set pagination off")
+        gdb.execute("handle SIGSYS nostop noprint pass")
+        found = [t for t in gdb.selected_inferior().threads()
+                 if t.name == {thread!r}]
+        if not found:
+            raise gdb.GdbError("no thread named {thread}")
+        found[0].switch()
+        gdb.execute("call (long){call}")
+        """))
+    p = subprocess.run(["gdb", "-q", "-nx", "-batch", "-p", str(pid),
+                        "-x", str(script)],
+                       capture_output=True, text=True, timeout=60)
+    return p.stdout + p.stderr
+
+
+def died_of(proc, what):
+    """lkvm's end once a thread made a forbidden call: status 159 and the
+    one line naming the thread's class and the call."""
+    try:
+        out, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"lkvm lived on: {err}")
+    assert proc.returncode == 159, (proc.returncode, err)
+    assert f"lkvm: seccomp: {what}\n" in err, err
+
+
+# openat(AT_FDCWD, NULL, 0) and mknodat(AT_FDCWD, NULL, S_IFCHR | 0600, 0):
+# the filter decides on the number and the mode alone (the kernel would
+# answer EFAULT for the path)
+NR_OPENAT, NR_MKNODAT = {"x86_64": (257, 259),
+                         "aarch64": (56, 33)}[platform.machine()]
+OPENAT = f"syscall({NR_OPENAT}, -100, 0, 0)"
+MKNOD_CHR = f"syscall({NR_MKNODAT}, -100, 0, 0020600, 0)"
+
+
+def share_vm(tmp_path, thread, *extra):
+    """A hanging VM with a share, once thread and the share's own thread
+    (9p-io) have each confined themselves."""
+    share = tmp_path / "share"
+    share.mkdir()
+    proc = hanging_vm(tmp_path, "--9p", f"{share},kit9p", *extra)
+    want = {thread: (2, 1), "9p-io": (2, 1)}
+    deadline = time.monotonic() + 10
+    while (threads := seccomp_by_thread(proc.pid, set(want))) != want:
+        if time.monotonic() > deadline:
+            stop(proc)
+            pytest.fail(f"threads not confined: {threads}")
+        time.sleep(0.1)
+    return proc
+
+
+@pytest.mark.parametrize("thread,cls,extra", [
+    ("vcpu0", "vCPU", ()), ("blk-io", "I/O", ()),
+    ("vcpu1", "vCPU", ("--no-ioeventfd",)),
+    ("io0", "I/O", ("--iothreads", "1"))],
+    ids=["vcpu", "blk-io", "vcpu-no-ioeventfd", "pool-thread"])
+def test_with_9p_no_other_thread_opens_files(tmp_path, thread, cls, extra):
+    """--9p gives the file syscalls to the share's own thread alone: a
+    vCPU or a disk's I/O thread (or with --iothreads a pool's, with
+    --no-ioeventfd a vCPU serving notifies) that calls openat ends lkvm.
+    Before, with --9p, every such thread could open any path."""
+    proc = share_vm(tmp_path, thread, *extra)
+    inject(tmp_path, proc.pid, thread, OPENAT)
+    died_of(proc, f"{cls} thread made forbidden syscall {NR_OPENAT} (openat)")
+
+
+def test_the_9p_thread_opens_files_and_makes_no_device(tmp_path):
+    """The share's thread may call openat (and the VM runs on), and its
+    own filter refuses a character device's mknodat."""
+    proc = share_vm(tmp_path, "9p-io")
+    out = inject(tmp_path, proc.pid, "9p-io", OPENAT)
+    assert "= -1" in out, out           # EFAULT: it reached the kernel
+    assert proc.poll() is None, out
+    inject(tmp_path, proc.pid, "9p-io", MKNOD_CHR)
+    died_of(proc, f"9p thread made forbidden syscall {NR_MKNODAT} (mknodat)")

@@ -178,22 +178,27 @@ def check_share(share, before, after, xattrs):
         assert after["hl_link"]["kind"] == stat.S_IFLNK
 
 
-@pytest.mark.parametrize("transport,ioeventfd", [
-    ("pci", True), ("pci-legacy", True), ("mmio", True), ("pci", False)],
-    ids=["pci", "pci-legacy", "mmio", "pci-no-ioeventfd"])
-def test_9p(tmp_path, transport, ioeventfd):
+@pytest.mark.parametrize("transport,threads", [
+    ("pci", []), ("pci-legacy", []), ("mmio", []),
+    ("pci", ["--no-ioeventfd"]), ("mmio", ["--iothreads", "1"])],
+    ids=["pci", "pci-legacy", "mmio", "pci-no-ioeventfd", "mmio-iothreads"])
+def test_9p(tmp_path, transport, threads):
+    """Each share is served by a thread of its own (the only one that may
+    work on files), also when a vCPU takes the notifies
+    (--no-ioeventfd) or a pool serves the other devices (--iothreads)."""
     fs, share, outside = layout(tmp_path)
     xattrs = give_xattrs(share, outside)
     out_before, share_before = snapshot(outside), snapshot(share)
     p, st = run_p9(tmp_path, ["--9p", f"{share},kit9p",
                               "--9p", f"{share},kitro,ro",
-                              "--virtio-transport", transport,
-                              *([] if ioeventfd else ["--no-ioeventfd"])],
+                              "--virtio-transport", transport, *threads],
                    TRANSPORTS[transport] + (" xattr" if xattrs else ""))
     assert p.returncode == 0 and "PASS: 9p" in p.stdout, p.stdout + p.stderr
     assert SECRET not in p.stdout
     assert f"9p: link_out -> {outside}/secret.txt\n" in p.stdout, p.stdout
     check_stats(p, st, ["kit9p", "kitro"])
+    names = [t["name"] for t in st["iothreads"]]
+    assert names.count("9p-io") == 2, names
     assert snapshot(outside) == out_before
     assert sorted(os.listdir(fs)) == ["outside", "share"]
     check_share(share, share_before, snapshot(share), xattrs)

@@ -11,6 +11,7 @@
 #   sandbox-job.sh rootdir  lkvm setup NAME; lkvm run -d NAME (9p root), rw, ro
 #   sandbox-job.sh doctor   what lkvm says of a missing module, a hidden console
 #   sandbox-job.sh balloon  lkvm balloon NAME --inflate 64 against Linux's driver
+#   sandbox-job.sh isolation  what a guest reaches of L1 through its shares
 #   sandbox-job.sh bench N  lkvm sandbox -- true and lkvm run, N times each
 #
 # Files: /l2/vmlinux, /l2/initrd, /l1/src.tar (a source tree).
@@ -168,6 +169,38 @@ balloon_job() {
 	fact balloon_after "$(sed -n 's/^after //p' out)"
 }
 
+# What a guest that mounts a read-only share of L1's / itself reaches of
+# L1 (/l1/isolation-guest.sh says what it tries): no process's memory or
+# environment, no sysfs, no host lock held for it; and open, unlink,
+# fstat, ftruncate works on the working directory's share.
+isolation_job() {
+	mkdir -p /tmp/sb-iso && cd /tmp/sb-iso || exit 1
+	rm -f out held done
+	echo lock-me >/l1/lock-target
+	SB_SECRET=l1-secret sleep 300 &
+	other=$!
+	SB_SECRET=l1-secret $SB --9p /,hostroot,ro -- \
+		sh /l1/isolation-guest.sh $other >out 2>&1 &
+	pid=$!
+	i=0
+	while [ $i -lt 120 ] && ! grep -q held held 2>/dev/null &&
+		kill -0 $pid 2>/dev/null; do
+		sleep 1
+		i=$((i + 1))
+	done
+	fact iso_lock_held "$(cat held 2>/dev/null)"
+	fact iso_lock_probe "$(/l1/p9-check probe /l1/lock-target)"
+	touch done
+	wait $pid
+	fact iso_rc $?
+	kill $other
+	cat out
+	for f in mounted procdir env_lkvm env_other mem_lkvm sys_names \
+		root_env root_mem unlinked; do
+		fact "iso_$f" "$(sed -n "s/^$f //p" out)"
+	done
+}
+
 # Seconds a command takes, to the millisecond, from /proc/uptime.
 elapsed() {
 	t0=$(cut -d' ' -f1 /proc/uptime)
@@ -193,6 +226,7 @@ files) files_job ;;
 rootdir) rootdir_job ;;
 doctor) doctor_job ;;
 balloon) balloon_job ;;
+isolation) isolation_job ;;
 bench) bench_job "${2:-10}" ;;
 *) echo "sandbox-job.sh: unknown job $what" >&2; exit 2 ;;
 esac

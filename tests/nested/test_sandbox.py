@@ -25,6 +25,12 @@ side is tests/nested/sandbox-job.sh; each job boots one or more sandboxes.
            file, rename and delete half of them) gives the same listings
            and checksums as the same workload run in L1 directly, and L1
            sees the guest's files byte for byte
+  isolation  a guest that mounts a read-only share of L1's / itself
+           (--9p /,hostroot,ro) reads neither lkvm's nor another
+           process's memory or environment through /proc and lists
+           nothing of /sys, nor through its own root's overlay; a read
+           lock it holds there is no lock in L1; and open, unlink,
+           fstat, ftruncate works on the working directory's share
 
 Environment: LKVM_NESTED_WORK keeps the images and the console log;
 LKVM_NESTED_LKVM=path tests another static lkvm than ./lkvm.static.
@@ -44,6 +50,7 @@ import nested  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 JOB = os.path.join(HERE, "sandbox-job.sh")
+P9_CHECK = os.path.join(HERE, "p9-check")
 JOB_TIMEOUT = 240
 # the workload forks a few hundred busybox processes in L2: 80 s on a
 # quiet machine, 120 s when the other core is busy too
@@ -77,6 +84,8 @@ def l1_files(work, kernel):
         "/l1/src.tar": source_tarball(os.path.join(work, "src.tar")),
         "/l1/sandbox-job.sh": JOB,
         "/l1/balloon-guest.sh": os.path.join(HERE, "balloon-guest.sh"),
+        "/l1/isolation-guest.sh": os.path.join(HERE, "isolation-guest.sh"),
+        "/l1/p9-check": P9_CHECK,
         # Debian's layout, for the kernel doctor: the config beside it
         "/l2/boot/vmlinuz-" + kernel["version"]: kernel["bzimage"],
         "/l2/boot/config-" + kernel["version"]: os.path.join(
@@ -96,14 +105,14 @@ def l1(tmp_path_factory):
     lkvm = os.environ.get("LKVM_NESTED_LKVM") or nested.LKVM_STATIC
     if not os.path.exists(lkvm):
         pytest.fail("%s is missing: run 'make lkvm.static'" % lkvm)
-    nested.build_helpers()
+    nested.build_helpers([P9_CHECK])
     kernel = nested.fetch_kernels(["generic"])["generic"]
     files = l1_files(work, kernel)
     jobs = [nested.Job(name, ["sh", "/l1/sandbox-job.sh", name],
                        timeout=FILES_TIMEOUT + 60 if name == "files" else
                        JOB_TIMEOUT)
             for name in ("status", "user", "overlay", "files", "rootdir",
-                         "doctor", "balloon")]
+                         "doctor", "balloon", "isolation")]
     res = nested.run_l1(jobs, files, l1_kernel=kernel, workdir=work,
                         lkvm=lkvm)
     TIMINGS.append("sandbox: L1 %s in %.1f s; console log %s/console.log"
@@ -198,3 +207,40 @@ def test_balloon_with_linux(l1):
     assert f.get("sb_balloon_rc") == "0", tail
     drop = int(f["sb_balloon_before"]) - int(f["sb_balloon_after"])
     assert 61440 <= drop <= 65536, (drop, tail)
+
+
+EACCES = "refused 13"
+
+
+def test_a_guest_reaches_no_kernel_interface(l1):
+    """Through a share of / it mounts itself, the guest sees /proc and
+    /sys as the mount points they are (lkvm sandbox's own guest mounts
+    its proc and sysfs there) and reaches nothing in them: not lkvm's
+    memory or environment, not another process's (before: all of it)."""
+    f, tail = facts(l1, "isolation")
+    assert f.get("sb_iso_rc") == "0", tail
+    assert f.get("sb_iso_mounted") == "1", tail
+    assert f.get("sb_iso_procdir") == "1", tail
+    assert f.get("sb_iso_env_lkvm") == EACCES, tail
+    assert f.get("sb_iso_env_other") == EACCES, tail
+    assert f.get("sb_iso_mem_lkvm") == EACCES, tail
+    assert f.get("sb_iso_sys_names") == "0", tail
+    # nor through the sandbox's own root, the overlay over lkvm-root
+    assert f.get("sb_iso_root_env") == EACCES, tail
+    assert f.get("sb_iso_root_mem") == EACCES, tail
+
+
+def test_a_guest_lock_on_a_read_only_share_is_no_host_lock(l1):
+    """The guest holds a read lock on an L1 file through the read-only
+    share; L1 sees no lock there (before: a read lock, for as long as the
+    guest held it)."""
+    f, tail = facts(l1, "isolation")
+    assert f.get("sb_iso_lock_held") == "held", tail
+    assert f.get("sb_iso_lock_probe") == "none", tail
+
+
+def test_open_unlink_fstat_ftruncate(l1):
+    """A file the guest opened and unlinked is still its file: fstat,
+    ftruncate, fchmod and read work (before: fstat failed, ENOENT)."""
+    f, tail = facts(l1, "isolation")
+    assert f.get("sb_iso_unlinked") == "ok", tail

@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -28,7 +30,8 @@ enum {
 	RLERROR = 7, TSTATFS = 8, TLOPEN = 12, TLCREATE = 14, TSYMLINK = 16,
 	TMKNOD = 18, TRENAME = 20, TREADLINK = 22, TGETATTR = 24,
 	TSETATTR = 26, TXATTRWALK = 30, TXATTRCREATE = 32, TREADDIR = 40,
-	TFSYNC = 50, TLOCK = 52, TLINK = 70, TMKDIR = 72, TRENAMEAT = 74,
+	TFSYNC = 50, TLOCK = 52, TGETLOCK = 54, TLINK = 70, TMKDIR = 72,
+	TRENAMEAT = 74,
 	TUNLINKAT = 76, TVERSION = 100, TATTACH = 104, TWALK = 110,
 	TREAD = 116, TWRITE = 118, TCLUNK = 120, TREMOVE = 122,
 };
@@ -236,10 +239,11 @@ static const char *share_path(const char *rel)
 	return path[i];
 }
 
-static void session(bool ro)
+/* A session over dir as the guest's user uid; ROOT is its root fid. */
+static void session_at(const char *dir, bool ro, uint32_t uid)
 {
 	struct msg *m;
-	int fd = open(share, O_PATH | O_DIRECTORY);
+	int fd = open(dir, O_PATH | O_DIRECTORY);
 
 	assert_true(fd >= 0);
 	p9_server_init(&srv, fd, ro);
@@ -253,8 +257,13 @@ static void session(bool ro)
 	put(m, NOFID, 4);
 	puts9(m, "root");
 	puts9(m, "");
-	put(m, 0, 4);
+	put(m, uid, 4);
 	assert_int_equal(send(m), TATTACH + 1);
+}
+
+static void session(bool ro)
+{
+	session_at(share, ro, 0);
 }
 
 static int setup(void **state)
@@ -741,6 +750,377 @@ static void test_open_and_xattr_limits(void **state)
 		clunk(200 + i);
 }
 
+/* Tlcreate name in directory fid fid, which becomes the open new file. */
+static int lcreate(uint32_t fid, const char *name, uint32_t flags,
+		   uint32_t gid)
+{
+	struct msg *m = start(TLCREATE);
+
+	put(m, fid, 4);
+	puts9(m, name);
+	put(m, flags, 4);
+	put(m, 0644, 4);
+	put(m, gid, 4);
+	return send(m);
+}
+
+static int mkdir9(uint32_t dfid, const char *name, uint32_t gid)
+{
+	struct msg *m = start(TMKDIR);
+
+	put(m, dfid, 4);
+	puts9(m, name);
+	put(m, 0755, 4);
+	put(m, gid, 4);
+	return send(m);
+}
+
+static int unlink9(uint32_t dfid, const char *name)
+{
+	struct msg *m = start(TUNLINKAT);
+
+	put(m, dfid, 4);
+	puts9(m, name);
+	put(m, 0, 4);
+	return send(m);
+}
+
+/* Tsetattr of what valid says: mode (0x1) or size (0x8). */
+static int setattr9(uint32_t fid, uint32_t valid, uint32_t mode,
+		    uint64_t size)
+{
+	struct msg *m = start(TSETATTR);
+
+	put(m, fid, 4);
+	put(m, valid, 4);
+	put(m, mode, 4);
+	put(m, 0, 4 + 4);
+	put(m, size, 8);
+	put(m, 0, 8 * 4);
+	return send(m);
+}
+
+static int statfs9(uint32_t fid)
+{
+	struct msg *m = start(TSTATFS);
+
+	put(m, fid, 4);
+	return send(m);
+}
+
+/* Txattrwalk: the value's size, or -errno. */
+static int xattrwalk(uint32_t fid, uint32_t newfid, const char *name)
+{
+	struct msg *m = start(TXATTRWALK);
+	int ret;
+
+	put(m, fid, 4);
+	put(m, newfid, 4);
+	puts9(m, name);
+	ret = send(m);
+	return ret < 0 ? ret : (int)get(m, 8);
+}
+
+static int getattr9(uint32_t fid)
+{
+	struct msg *m = start(TGETATTR);
+
+	put(m, fid, 4);
+	put(m, 0x7ff, 8);
+	return send(m);
+}
+
+/* 9P's lock types and Rlock's status. */
+enum { RDLCK, WRLCK, UNLCK };
+enum { LOCK_OK, LOCK_BLOCKED, LOCK_ERROR };
+
+/* Tlock of the whole file: Rlock's status, or -errno. */
+static int lock9(uint32_t fid, uint8_t type)
+{
+	struct msg *m = start(TLOCK);
+	int ret;
+
+	put(m, fid, 4);
+	put(m, type, 1);
+	put(m, 0, 4);			/* flags */
+	put(m, 0, 8);
+	put(m, 0, 8);			/* to the end */
+	put(m, 77, 4);
+	puts9(m, "guest");
+	ret = send(m);
+	return ret < 0 ? ret : (int)get(m, 1);
+}
+
+/* Tgetlock of the whole file: the type that would stop it, -errno. */
+static int getlock9(uint32_t fid, uint8_t type, uint32_t *proc_id)
+{
+	struct msg *m = start(TGETLOCK);
+	int ret;
+
+	put(m, fid, 4);
+	put(m, type, 1);
+	put(m, 0, 8);
+	put(m, 0, 8);
+	put(m, 77, 4);
+	puts9(m, "guest");
+	ret = send(m);
+	if (ret < 0)
+		return ret;
+	ret = get(m, 1);
+	get(m, 8);
+	get(m, 8);
+	*proc_id = get(m, 4);
+	return ret;
+}
+
+/* What a host process sees of the locks on rel: F_UNLCK if none. */
+static short host_lock_probe(const char *rel, short type)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET };
+	int fd = open(share_path(rel), O_RDWR);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fcntl(fd, F_OFD_GETLK, &fl), 0);
+	close(fd);
+	return fl.l_type;
+}
+
+/*
+ * A read-only share (lkvm sandbox's "/") takes no host lock: a guest's
+ * read lock on the user's database is its own kernel's, and no host
+ * writer waits for it. It still waits for a host writer's lock, which it
+ * only asks about; a writable share takes real locks as before.
+ */
+static void test_read_only_share_takes_no_host_lock(void **state)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	uint32_t pid = 1;
+	int hfd;
+
+	p9_server_exit(&srv);
+	session(true);
+	assert_int_equal(walk1(ROOT, 2, "hello"), 1);
+	assert_int_equal(lopen(2, O_RDONLY), TLOPEN + 1);
+	assert_int_equal(lock9(2, RDLCK), LOCK_OK);
+	assert_int_equal(host_lock_probe("hello", F_WRLCK), F_UNLCK);
+	assert_int_equal(getlock9(2, WRLCK, &pid), UNLCK);
+	assert_int_equal(lock9(2, WRLCK), LOCK_ERROR);
+	assert_int_equal(lock9(2, UNLCK), LOCK_OK);
+	/* a host writer's lock holds the guest's readers off */
+	hfd = open(share_path("hello"), O_RDWR);
+	assert_true(hfd >= 0);
+	assert_int_equal(fcntl(hfd, F_OFD_SETLK, &fl), 0);
+	assert_int_equal(lock9(2, RDLCK), LOCK_BLOCKED);
+	assert_int_equal(getlock9(2, RDLCK, &pid), WRLCK);
+	assert_int_equal(pid, 0);		/* no host PID for the guest */
+	fl.l_type = F_UNLCK;
+	assert_int_equal(fcntl(hfd, F_OFD_SETLK, &fl), 0);
+	assert_int_equal(lock9(2, RDLCK), LOCK_OK);
+	assert_int_equal(host_lock_probe("hello", F_WRLCK), F_UNLCK);
+	clunk(2);
+	/* a writable share's locks are the host's */
+	p9_server_exit(&srv);
+	session(false);
+	assert_int_equal(walk1(ROOT, 2, "hello"), 1);
+	assert_int_equal(lopen(2, O_RDWR), TLOPEN + 1);
+	assert_int_equal(lock9(2, RDLCK), LOCK_OK);
+	assert_int_equal(host_lock_probe("hello", F_WRLCK), F_RDLCK);
+	fl.l_type = F_WRLCK;
+	assert_int_equal(fcntl(hfd, F_OFD_SETLK, &fl), -1);
+	close(hfd);
+	clunk(2);
+}
+
+/*
+ * Open, unlink, fstat and ftruncate (what apt, compilers and test
+ * runners do): a fid holding an open file is served through it, not its
+ * name, which is gone.
+ */
+static void test_open_unlinked_file(void **state)
+{
+	char buf[32];
+
+	assert_int_equal(walk(ROOT, 2, 0, NULL), 0);
+	assert_int_equal(lcreate(2, "scratch", O_RDWR, 0), TLCREATE + 1);
+	assert_int_equal(writef(2, 0, "12345678"), 8);
+	assert_int_equal(unlink9(ROOT, "scratch"), TUNLINKAT + 1);
+	assert_false(host_exists("share/scratch"));
+	assert_int_equal(file_size(2), 8);
+	assert_int_equal(setattr9(2, 0x8, 0, 3), TSETATTR + 1);
+	assert_int_equal(file_size(2), 3);
+	assert_int_equal(readf(2, 0, buf, 30), 3);
+	assert_string_equal(buf, "123");
+	assert_int_equal(setattr9(2, 0x1, 0600, 0), TSETATTR + 1);
+	assert_int_equal(statfs9(2), TSTATFS + 1);
+	assert_int_equal(xattrwalk(2, 3, ""), 0);	/* no names */
+	clunk(3);
+	/* and one opened by Tlopen, then removed on the host */
+	host_file("share/doomed", "doomed\n");
+	assert_int_equal(walk1(ROOT, 3, "doomed"), 1);
+	assert_int_equal(lopen(3, O_RDWR), TLOPEN + 1);
+	assert_int_equal(unlink(share_path("doomed")), 0);
+	assert_int_equal(file_size(3), 7);
+	assert_int_equal(setattr9(3, 0x8, 0, 0), TSETATTR + 1);
+	assert_int_equal(file_size(3), 0);
+	/* a fid that is only walked to asks the name, which is gone */
+	host_file("share/walked", "w");
+	assert_int_equal(walk1(ROOT, 4, "walked"), 1);
+	assert_int_equal(unlink(share_path("walked")), 0);
+	assert_int_equal(getattr9(4), -ENOENT);
+	clunk(2);
+	clunk(3);
+	clunk(4);
+}
+
+static bool host_owner(const char *rel, uid_t uid, gid_t gid)
+{
+	struct stat st;
+
+	assert_int_equal(lstat(share_path(rel), &st), 0);
+	return st.st_uid == uid && st.st_gid == gid;
+}
+
+/*
+ * As root, what the guest makes is its user's; what was there already
+ * stays its owner's, even when Tlcreate without O_EXCL opens it.
+ */
+static void test_new_files_belong_to_the_guest(void **state)
+{
+	if (geteuid())
+		skip();
+	p9_server_exit(&srv);
+	session_at(share, false, 4321);
+	assert_int_equal(walk(ROOT, 2, 0, NULL), 0);
+	assert_int_equal(lcreate(2, "made", O_RDWR, 1234), TLCREATE + 1);
+	assert_true(host_owner("made", 4321, 1234));
+	assert_int_equal(mkdir9(ROOT, "made_dir", 1234), TMKDIR + 1);
+	assert_true(host_owner("made_dir", 4321, 1234));
+	assert_true(host_owner("hello", 0, 0));
+	assert_int_equal(walk(ROOT, 3, 0, NULL), 0);
+	assert_int_equal(lcreate(3, "hello", O_RDWR, 1234), TLCREATE + 1);
+	assert_true(host_owner("hello", 0, 0));
+	clunk(2);
+	clunk(3);
+}
+
+/* Paths (share-relative) the kernel file system tests mounted. */
+static const char *const test_mounts[] = { "proc_bind", "environ_bind",
+					   "sys_bind", "cgroup" };
+
+/* A mount namespace of this process's own, where the test may mount. */
+static bool private_mounts(void)
+{
+	return !geteuid() && !unshare(CLONE_NEWNS) &&
+	       !mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+}
+
+static bool bind_read_only(const char *src, const char *rel)
+{
+	const char *dst = share_path(rel);
+
+	return !mount(src, dst, NULL, MS_BIND, NULL) &&
+	       !mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL);
+}
+
+/* The mounts go before the share does: rm -rf must not go into them. */
+static int teardown_mounts(void **state)
+{
+	for (size_t i = 0; i < sizeof(test_mounts) / sizeof(test_mounts[0]);
+	     i++)
+		umount2(share_path(test_mounts[i]), MNT_DETACH);
+	return teardown(state);
+}
+
+/*
+ * lkvm sandbox shares the host's "/" read-only: through it a guest that
+ * mounts the share itself must not reach lkvm's own memory and
+ * environment, nor anything else of proc or sysfs. It may name their
+ * mount points (to mount its own there), and do nothing more with them.
+ */
+static void test_no_kernel_fs_through_root(void **state)
+{
+	char pid[16];
+	const char *self[] = { "proc", "self" };
+	const char *mem[] = { "proc", pid, "mem" };
+	const char *env[] = { "proc", pid, "environ" };
+	const char *sys[] = { "sys", "kernel" };
+	struct stat st;
+
+	if (stat("/proc/self/mem", &st) || stat("/sys/kernel", &st))
+		skip();
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	p9_server_exit(&srv);
+	session_at("/", true, 0);
+	/* each walk stops at the mount point: one qid, no new fid */
+	assert_int_equal(walk(ROOT, 2, 2, self), 1);
+	assert_int_equal(walk(ROOT, 2, 3, mem), 1);
+	assert_int_equal(walk(ROOT, 2, 3, env), 1);
+	assert_int_equal(walk(ROOT, 2, 2, sys), 1);
+	assert_int_equal(clunk(2), -EBADF);
+	assert_int_equal(walk1(ROOT, 2, "proc"), 1);
+	assert_int_equal(getattr9(2), TGETATTR + 1);
+	assert_int_equal(walk1(2, 3, pid), -EACCES);
+	assert_int_equal(walk1(2, 3, "self"), -EACCES);
+	assert_int_equal(lopen(2, O_RDONLY | O_DIRECTORY), -EACCES);
+	assert_int_equal(statfs9(2), -EACCES);
+	assert_int_equal(xattrwalk(2, 3, ""), -EACCES);
+	assert_int_equal(walk1(ROOT, 3, "sys"), 1);
+	assert_int_equal(walk1(3, 4, "kernel"), -EACCES);
+	assert_int_equal(lopen(3, O_RDONLY | O_DIRECTORY), -EACCES);
+	clunk(2);
+	clunk(3);
+}
+
+/*
+ * A writable share with proc, a proc file, sysfs and a cgroup2 mounted
+ * in it (binds made by someone on the host): the same refusals, and no
+ * change reaches them (a mkdir in a cgroup file system makes a cgroup).
+ */
+static void test_no_kernel_fs_mounted_in_share(void **state)
+{
+	char pid[16];
+	const char *mem[] = { "proc_bind", pid, "mem" };
+	bool cgroup;
+	int fd;
+
+	if (!private_mounts())
+		skip();
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	assert_int_equal(mkdir(share_path("proc_bind"), 0755), 0);
+	assert_int_equal(mkdir(share_path("sys_bind"), 0755), 0);
+	assert_int_equal(mkdir(share_path("cgroup"), 0755), 0);
+	fd = open(share_path("environ_bind"), O_CREAT | O_WRONLY, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_true(bind_read_only("/proc", "proc_bind"));
+	assert_true(bind_read_only("/proc/self/environ", "environ_bind"));
+	assert_true(bind_read_only("/sys", "sys_bind"));
+	cgroup = !mount("none", share_path("cgroup"), "cgroup2", 0, NULL);
+	/* the share as seen from the new namespace, where the mounts are */
+	p9_server_exit(&srv);
+	session(false);
+	assert_int_equal(walk1(ROOT, 2, "environ_bind"), -EACCES);
+	assert_int_equal(walk(ROOT, 2, 3, mem), 1);
+	assert_int_equal(walk1(ROOT, 2, "proc_bind"), 1);
+	assert_int_equal(walk1(2, 3, "self"), -EACCES);
+	assert_int_equal(lopen(2, O_RDONLY | O_DIRECTORY), -EACCES);
+	assert_int_equal(mkdir9(2, "x", 0), -EACCES);
+	assert_int_equal(setattr9(2, 0x1, 0777, 0), -EACCES);
+	assert_int_equal(walk(ROOT, 3, 0, NULL), 0);
+	assert_int_equal(lcreate(3, "environ_bind", O_RDWR, 0), -EACCES);
+	assert_int_equal(walk1(ROOT, 4, "sys_bind"), 1);
+	assert_int_equal(walk1(4, 5, "kernel"), -EACCES);
+	if (cgroup) {
+		assert_int_equal(walk1(ROOT, 5, "cgroup"), 1);
+		assert_int_equal(mkdir9(5, "lkvm-p9-test", 0), -EACCES);
+		assert_false(host_exists("share/cgroup/lkvm-p9-test"));
+		clunk(5);
+	}
+	clunk(2);
+	clunk(3);
+	clunk(4);
+}
+
 static void test_check_name(void **state)
 {
 	char longname[300];
@@ -777,6 +1157,18 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fid_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_and_xattr_limits,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_read_only_share_takes_no_host_lock, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_open_unlinked_file, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_new_files_belong_to_the_guest, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_kernel_fs_through_root,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_no_kernel_fs_mounted_in_share, setup,
+			teardown_mounts),
 		cmocka_unit_test(test_check_name),
 	};
 

@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -205,6 +206,62 @@ static int do_mmap_exec(void)
 	return CHILD_NOT_REFUSED;
 }
 
+/* What a 9p thread's server does to a share's files. */
+static int do_open_read_only(void)
+{
+	int fd = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY);
+
+	if (fd >= 0)
+		close(fd);
+	return CHILD_NOT_REFUSED;
+}
+
+static int do_mknod_char_device(void)
+{
+	/* the mode alone is refused: the path is never read */
+	syscall(SYS_mknodat, AT_FDCWD, NULL, S_IFCHR | 0600, 0);
+	return CHILD_NOT_REFUSED;
+}
+
+static int do_mknod_block_device(void)
+{
+	syscall(SYS_mknodat, AT_FDCWD, NULL, S_IFBLK | 0600, 0);
+	return CHILD_NOT_REFUSED;
+}
+
+/* A FIFO, a socket and a regular file reach the kernel (EFAULT here). */
+static int p9_thread_work(void)
+{
+	static const mode_t kinds[] = { S_IFIFO, S_IFSOCK, S_IFREG };
+	int fd = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR);
+
+	if (fd < 0)
+		return CHILD_WRONG_RESULT;
+	close(fd);
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (syscall(SYS_mknodat, AT_FDCWD, NULL, kinds[i] | 0600, 0) !=
+		    -1 || errno != EFAULT)
+			return CHILD_WRONG_RESULT;
+	return CHILD_PASSED;
+}
+
+/*
+ * Files are the 9p thread's alone: no vCPU or other I/O thread opens
+ * one (with --9p or without), and even the 9p thread makes no device
+ * node.
+ */
+static void only_the_9p_thread_opens_files(void **state)
+{
+	assert_passes(SECCOMP_P9, p9_thread_work);
+	assert_refused(SECCOMP_VCPU, do_open_read_only, SYS_openat, "openat");
+	assert_refused(SECCOMP_IO, do_open_read_only, SYS_openat, "openat");
+	assert_refused(SECCOMP_P9, do_mknod_char_device, SYS_mknodat,
+		       "mknodat");
+	assert_refused(SECCOMP_P9, do_mknod_block_device, SYS_mknodat,
+		       "mknodat");
+	assert_refused(SECCOMP_P9, do_inet_socket, SYS_socket, "socket");
+}
+
 static void io_thread_cannot_execve(void **state)
 {
 	assert_refused(SECCOMP_IO, do_execve, SYS_execve, "execve");
@@ -363,6 +420,7 @@ int main(void)
 		cmocka_unit_test(vcpu_thread_may_run_kvm_run),
 		cmocka_unit_test(io_thread_confines_itself_alone),
 		cmocka_unit_test(unprepared_confine_does_nothing),
+		cmocka_unit_test(only_the_9p_thread_opens_files),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
