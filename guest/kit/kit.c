@@ -11,10 +11,22 @@ unsigned int kit_failures;
 
 /* ---- string helpers ---- */
 
+/*
+ * Eight bytes a step where both ends allow: where /dev/kvm emulates every
+ * guest instruction (kvm_pvm: ~1 us each, string instructions no faster per
+ * byte), a byte loop took 24 s to fill balloon.elf's 8 MiB.
+ */
+typedef uint64_t __attribute__((may_alias)) kit_word;
+
 void *memset(void *s, int c, size_t n)
 {
 	unsigned char *p = s;
+	uint64_t word = 0x0101010101010101ull * (unsigned char)c;
 
+	for (; n && ((uintptr_t)p & 7); n--)
+		*p++ = (unsigned char)c;
+	for (; n >= 8; n -= 8, p += 8)
+		*(kit_word *)p = word;
 	while (n--)
 		*p++ = (unsigned char)c;
 	return s;
@@ -25,6 +37,9 @@ void *memcpy(void *dst, const void *src, size_t n)
 	unsigned char *d = dst;
 	const unsigned char *s = src;
 
+	if (!(((uintptr_t)d | (uintptr_t)s) & 7))
+		for (; n >= 8; n -= 8, d += 8, s += 8)
+			*(kit_word *)d = *(const kit_word *)s;
 	while (n--)
 		*d++ = *s++;
 	return dst;
