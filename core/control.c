@@ -9,6 +9,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,28 +47,73 @@ bool control_name_valid(const char *name)
 	return true;
 }
 
-/* Whoever can reach the sockets controls the VMs: ours alone. */
-static int control_dir_check(const char *dir)
+/*
+ * Whoever can reach the sockets controls the VMs: the directory must be
+ * ours alone. It is checked through the descriptor it was opened by (no
+ * symlink followed at its last step), so what was checked is what is
+ * used. The message names the way out: a squatted /tmp/lkvm-UID removed
+ * (lkvm makes a fresh one), or LKVM_RUNTIME_DIR pointed elsewhere.
+ */
+static int dir_refuse(const char *dir, const char *why)
 {
+	pr_err("runtime directory %s is not a private directory: %s; remove it (lkvm makes its own, mode 0700) or set LKVM_RUNTIME_DIR to a directory of yours with mode 0700",
+	       dir, why);
+	return -1;
+}
+
+static int dir_check(int fd, const char *dir)
+{
+	char why[160];
 	struct stat st;
 
-	if (lstat(dir, &st)) {
-		if (errno == ENOENT)
-			return 1;
+	if (fstat(fd, &st)) {
 		pr_err("runtime directory %s: %s", dir, strerror(errno));
 		return -1;
 	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077)) {
-		pr_err("runtime directory %s is not a private directory (owner uid %u, mode %03o): VM sockets need one that uid %u alone can enter",
-		       dir, (unsigned int)st.st_uid,
-		       (unsigned int)(st.st_mode & 0777), (unsigned int)geteuid());
+	if (st.st_uid != geteuid()) {
+		snprintf(why, sizeof(why), "uid %u owns it, not uid %u (another user may have made it to reach your VMs)",
+			 (unsigned int)st.st_uid, (unsigned int)geteuid());
+		return dir_refuse(dir, why);
+	}
+	if (st.st_mode & 077) {
+		pr_err("runtime directory %s is not a private directory: others may enter it (mode %03o); chmod 700 %s, or set LKVM_RUNTIME_DIR to a directory of yours with mode 0700",
+		       dir, (unsigned int)(st.st_mode & 0777), dir);
 		return -1;
 	}
 	return 0;
 }
 
-int control_dir(char *buf, size_t size, bool create)
+/* The directory's fd, checked; -ENOENT when it is not there (!create). */
+static int dir_open(const char *dir, bool create)
+{
+	int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	struct stat st;
+	int fd = open(dir, flags);
+
+	if (fd < 0 && errno == ENOENT && create) {
+		if (mkdir(dir, 0700) && errno != EEXIST) {
+			pr_err("cannot make the runtime directory %s: %s", dir,
+			       strerror(errno));
+			return -1;
+		}
+		fd = open(dir, flags);
+	}
+	if (fd >= 0) {
+		if (!dir_check(fd, dir))
+			return fd;
+		close(fd);
+		return -1;
+	}
+	if (errno == ENOENT)
+		return -ENOENT;
+	if ((errno == ELOOP || errno == ENOTDIR) && !lstat(dir, &st))
+		return dir_refuse(dir, S_ISLNK(st.st_mode) ?
+				  "it is a symbolic link" : "it is not a directory");
+	pr_err("runtime directory %s: %s", dir, strerror(errno));
+	return -1;
+}
+
+static int dir_path(char *buf, size_t size)
 {
 	const char *own = getenv("LKVM_RUNTIME_DIR");
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
@@ -83,12 +129,22 @@ int control_dir(char *buf, size_t size, bool create)
 		pr_err("the runtime directory's path is too long");
 		return -1;
 	}
-	if (create && mkdir(buf, 0700) && errno != EEXIST) {
-		pr_err("cannot make the runtime directory %s: %s", buf,
-		       strerror(errno));
+	return 0;
+}
+
+int control_dir(char *buf, size_t size, bool create)
+{
+	int fd;
+
+	if (dir_path(buf, size))
 		return -1;
-	}
-	return control_dir_check(buf);
+	fd = dir_open(buf, create);
+	if (fd == -ENOENT)
+		return 1;
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
 }
 
 int control_sock_path(const char *dir, const char *name, char *buf,

@@ -6,7 +6,8 @@
  *
  * The directory is $LKVM_RUNTIME_DIR, else $XDG_RUNTIME_DIR/lkvm, else
  * /tmp/lkvm-UID; lkvm makes it mode 0700 and refuses one that another user
- * owns or others can enter, since whoever reaches a socket controls the VM.
+ * owns, others can enter, or that is a symbolic link, since whoever
+ * reaches a socket controls the VM.
  *
  * The protocol is one request line ("pause\n", "sysrq h\n") and one reply:
  * "ok\n" or "error MESSAGE\n", then the body (stat's JSON, the register

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The control socket (core/control.c) on a VM with no KVM under it: VM
- * names, where the sockets live and who may own that directory, claiming
- * a name (in use: refused; stale: taken over; not a socket: refused), and
+ * names, where the sockets live and who may own that directory (not a
+ * symlink, not another user's, not open to others), claiming a name (in
+ * use: refused; stale: taken over; not a socket: refused), and
  * each request served as a client sees it, including bad ones: unknown,
  * over-long, cut off, with or without the argument they need.
  */
@@ -115,6 +116,33 @@ static void test_directory_must_be_private(void **state)
 	close(fd);
 	setenv("LKVM_RUNTIME_DIR", file, 1);
 	assert_int_equal(control_dir(buf, sizeof(buf), true), -1);
+
+	/* a symlink to a private directory: refused, nothing made there */
+	{
+		char real[128], link[128], sock[160];
+
+		snprintf(real, sizeof(real), "%s/real", tmpdir);
+		snprintf(link, sizeof(link), "%s/link", tmpdir);
+		snprintf(sock, sizeof(sock), "%s/vm.sock", real);
+		assert_int_equal(mkdir(real, 0700), 0);
+		assert_int_equal(symlink(real, link), 0);
+		setenv("LKVM_RUNTIME_DIR", link, 1);
+		assert_int_equal(control_dir(buf, sizeof(buf), false), -1);
+		assert_null(control_open("vm"));
+		assert_int_equal(access(sock, F_OK), -1);
+	}
+
+	/* another user's directory, private as it may be (root can tell) */
+	if (geteuid() == 0) {
+		char other[128];
+
+		snprintf(other, sizeof(other), "%s/other", tmpdir);
+		assert_int_equal(mkdir(other, 0700), 0);
+		assert_int_equal(chown(other, 4321, 4321), 0);
+		setenv("LKVM_RUNTIME_DIR", other, 1);
+		assert_int_equal(control_dir(buf, sizeof(buf), true), -1);
+		assert_null(control_open("vm"));
+	}
 	setenv("LKVM_RUNTIME_DIR", tmpdir, 1);
 }
 
