@@ -42,9 +42,18 @@ int control_sock_path(const char *dir, const char *name, char *buf,
 int control_connect(const char *path);
 
 /*
+ * Remove the socket at path if nobody answers on it (its VM died), under
+ * the runtime directory's lock, which every claim of a name holds too:
+ * 1 removed, 0 left alone (live, gone, or not a socket), -1 on an error.
+ */
+int control_remove_stale(const char *path);
+
+/*
  * Claim NAME for this VM: a socket another live VM answers on is refused
- * ("already running"), a stale one (its VM died) is removed. NULL with a
- * one-line message. Call before anything heavy starts.
+ * ("already running"), a stale one (its VM died) is replaced. The socket
+ * listens before it takes the name, so a socket under a name always
+ * answers while its VM lives. NULL with a one-line message. Call before
+ * anything heavy starts.
  */
 struct control *control_open(const char *name);
 /* The listening fd, for the main loop's poll(). */
