@@ -5,14 +5,17 @@
 # only (the guest reaches it as 10.0.2.2) and fetches the guest's file
 # through hostfwd.
 #
-#   user-net-job.sh SETPRIV TIMEOUT DISK_MIB [WRAPPER...]
+#   user-net-job.sh SETPRIV TIMEOUT DISK_MIB NETOPTS [WRAPPER...]
 #
 # DISK_MIB > 0 gives the guest a disk of that size too (it writes and reads
-# back a pattern); WRAPPER (valgrind and its options) runs lkvm.
+# back a pattern); NETOPTS ("-" for none) is added to -n's settings, such
+# as ",host_loopback=off"; WRAPPER (valgrind and its options) runs lkvm.
 setpriv=$1
 timeout=$2
 disk_mib=$3
-shift 3
+netopts=$4
+[ "$netopts" = - ] && netopts=
+shift 4
 fact() { echo "@@FACT $1=$2"; }
 
 ip link set lo up
@@ -20,6 +23,7 @@ chgrp 1000 /dev/kvm
 chmod 0660 /dev/kvm
 mkdir -p /srv
 yes lkvm-l1-payload | head -c 2097152 >/srv/blob
+echo l1 >/srv/ready
 fact l1_blob_md5 "$(md5sum </srv/blob | cut -d' ' -f1)"
 httpd -f -p 127.0.0.1:8000 -h /srv &
 httpd_pid=$!
@@ -41,7 +45,7 @@ fi
 	"$@" lkvm run $confine --timeout "$timeout" -k /l2/vmlinux \
 	-i /l2/user-net-initrd \
 	-m 256 $disk \
-	-n mode=user,hostfwd=tcp::8080-:80,hostfwd=tcp:127.0.0.1:2323-10.0.2.15:23 \
+	-n mode=user,hostfwd=tcp::8080-:80,hostfwd=tcp:127.0.0.1:2323-10.0.2.15:23$netopts \
 	-p "console=ttyS0 quiet panic=-1 lkvm.run=/net/user-net-check.sh" \
 	>/tmp/user-net-out 2>&1 &
 pid=$!
