@@ -360,6 +360,11 @@ int control_fd(const struct control *ctl)
 	return ctl ? ctl->fd : -1;
 }
 
+const char *control_sock(const struct control *ctl)
+{
+	return ctl ? ctl->path : NULL;
+}
+
 void control_close(struct control *ctl)
 {
 	if (!ctl)

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "lkvm/console.h"
+#include "lkvm/landlock.h"
 #include "lkvm/seccomp.h"
 #include "lkvm/util.h"
 
@@ -440,6 +441,9 @@ int seccomp_confine(enum seccomp_class cls)
 {
 	sigset_t sys;
 
+	/* first: the seccomp filter would refuse landlock_restrict_self() */
+	if (landlock_confine(seccomp_class_name(cls)))
+		return -1;
 	if (cls >= SECCOMP_NR_CLASSES || !programs[cls].filter)
 		return 0;
 	thread_class = cls;

@@ -5,6 +5,7 @@
  * exits each vCPU took to user space.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,21 @@ void stats_print(struct vm *vm, FILE *f, double wall_ms, bool live)
 	fputc(',', f);
 	devices_write_stats(vm, f, live);
 	fprintf(f, "}\n");
+}
+
+int stats_create(const char *path)
+{
+	int fd;
+
+	if (!strcmp(path, "-"))
+		return 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		pr_err("--stats %s: %s", path, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
 }
 
 int stats_write(struct vm *vm, const char *path, double wall_ms)

@@ -58,6 +58,8 @@ int control_remove_stale(const char *path);
 struct control *control_open(const char *name);
 /* The listening fd, for the main loop's poll(). */
 int control_fd(const struct control *ctl);
+/* Where the socket is (NULL for NULL), which the VM removes at exit. */
+const char *control_sock(const struct control *ctl);
 /* Serve the connection waiting on the listening socket (main thread). */
 void control_serve(struct control *ctl, struct vm *vm);
 /* Remove the socket; NULL is fine. */

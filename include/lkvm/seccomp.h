@@ -40,6 +40,7 @@ void seccomp_allow_file_shares(void);
 /*
  * Confine the calling thread to its class's list; 0 and nothing done
  * when seccomp_prepare() was never called (unit tests, --no-seccomp).
+ * The thread's Landlock rules (landlock_confine()) come first, always.
  */
 int seccomp_confine(enum seccomp_class cls);
 

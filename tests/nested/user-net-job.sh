@@ -29,9 +29,9 @@ httpd -f -p 127.0.0.1:8000 -h /srv &
 httpd_pid=$!
 
 # valgrind runs lkvm through its JIT, which a seccomp filter would stop
-# (and valgrind 3.19 has no seccomp(2)).
+# (and valgrind 3.19 has no seccomp(2), nor Landlock's syscalls).
 confine=
-[ $# = 0 ] || confine=--no-seccomp
+[ $# = 0 ] || confine="--no-seccomp --no-landlock"
 disk=
 if [ "$disk_mib" -gt 0 ]; then
 	dd if=/dev/zero of=/tmp/user-net-disk bs=1M count="$disk_mib" 2>/dev/null
@@ -40,7 +40,7 @@ if [ "$disk_mib" -gt 0 ]; then
 fi
 
 # Two rules: the guest address left to DHCP, and given explicitly.
-# shellcheck disable=SC2086 # $disk is two words or none, $confine one
+# shellcheck disable=SC2086 # $disk and $confine are words or none
 "$setpriv" --reuid=1000 --regid=1000 --clear-groups \
 	"$@" lkvm run $confine --timeout "$timeout" -k /l2/vmlinux \
 	-i /l2/user-net-initrd \
