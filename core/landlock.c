@@ -64,14 +64,6 @@
 #define LL_RULE_NET_PORT		2	/* LANDLOCK_RULE_NET_PORT */
 #define LL_ERRATUM_SIGNAL_THREADS	(1U << 1)	/* erratum 2, ABI 6 */
 
-#if defined(__SANITIZE_ADDRESS__)
-#define LKVM_SANITIZED	1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LKVM_SANITIZED	1
-#endif
-#endif
-
 #define FS(r)		LANDLOCK_ACCESS_FS_##r
 #define FS_READ		(FS(READ_FILE) | FS(READ_DIR))
 #define FS_WRITE_TREE	(FS(WRITE_FILE) | FS(TRUNCATE) | FS(REMOVE_DIR) |     \

@@ -47,14 +47,6 @@
 #include "lkvm/seccomp.h"
 #include "lkvm/util.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define LKVM_SANITIZED	1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LKVM_SANITIZED	1
-#endif
-#endif
-
 #define ARG_NONE	6u		/* a rule on the number alone */
 #define MASK_INT	0xffffffffull	/* the kernel reads an int/uint */
 

@@ -19,6 +19,7 @@ import pytest
 
 import inject
 from test_kit import KIT, LKVM
+from test_seccomp import stop, thread_status
 
 pytestmark = pytest.mark.skipif(not inject.supported(),
                                 reason="the injector is x86-64, as root")
@@ -26,15 +27,8 @@ pytestmark = pytest.mark.skipif(not inject.supported(),
 
 def threads(pid):
     """{comm: (tid, Seccomp mode)} of a process's threads."""
-    found = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/status") as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
-        except OSError:
-            continue
-        found[fields["Name"].strip()] = (int(tid), int(fields["Seccomp"]))
-    return found
+    return {name: (tid, int(f["Seccomp"]))
+            for name, (tid, f) in thread_status(pid).items()}
 
 
 def confined_vm(tmp_path, *extra):
@@ -64,16 +58,6 @@ def confined_vm(tmp_path, *extra):
             pytest.fail(f"lkvm did not confine {want}: {t}; "
                         f"{proc.stderr.read()}")
         time.sleep(0.05)
-
-
-def stop(proc):
-    proc.send_signal(signal.SIGTERM)
-    try:
-        _, err = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-        proc.wait()
-    return err
 
 
 def opened(tid, path, flags=os.O_RDONLY):

@@ -293,13 +293,16 @@ static void test_run_time_needs(void **state)
 static int listener;		/* the parent's, on 127.0.0.1 */
 static uint16_t listener_port;
 
-static int tcp_to_listener(void)
+/* A TCP connect() to the listener, or a bind() to port: its result. */
+static int tcp_try(bool to_listener, uint16_t port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_port = htons(listener_port),
+				 .sin_port = htons(to_listener ? listener_port :
+						   port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int ret = connect(fd, (struct sockaddr *)&a, sizeof(a));
+	int ret = to_listener ? connect(fd, (struct sockaddr *)&a, sizeof(a)) :
+				bind(fd, (struct sockaddr *)&a, sizeof(a));
 	int err = errno;
 
 	close(fd);
@@ -307,19 +310,8 @@ static int tcp_to_listener(void)
 	return ret;
 }
 
-static int tcp_bind(uint16_t port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_port = htons(port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int ret = bind(fd, (struct sockaddr *)&a, sizeof(a));
-	int err = errno;
-
-	close(fd);
-	errno = err;
-	return ret;
-}
+#define tcp_to_listener()	tcp_try(true, 0)
+#define tcp_bind(port)		tcp_try(false, port)
 
 static void no_net_body(void)
 {

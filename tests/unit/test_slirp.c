@@ -162,16 +162,28 @@ static void test_arp_both_header_lengths(void **state)
 	net_backend_close(&be);
 }
 
-static uint16_t ip_checksum(const uint8_t *p, size_t len)
+/* Sum of 16-bit words, for the checksums' pseudo-headers and bodies. */
+static uint32_t sum16(uint32_t sum, const uint8_t *p, size_t len)
 {
-	uint32_t sum = 0;
 	size_t i;
 
-	for (i = 0; i < len; i += 2)
+	for (i = 0; i + 1 < len; i += 2)
 		sum += get16(p + i);
+	if (len & 1)
+		sum += p[len - 1] << 8;
+	return sum;
+}
+
+static uint16_t fold(uint32_t sum)
+{
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
 	return ~sum;
+}
+
+static uint16_t ip_checksum(const uint8_t *p, size_t len)
+{
+	return fold(sum16(0, p, len));
 }
 
 #define BOOTP_LEN	548	/* fixed part 236, magic 4, options 308 */
@@ -300,13 +312,14 @@ static int listen_any(uint16_t *port)
 }
 
 /*
- * DHCP offers 10.0.2.15 with the gateway and DNS aliases; then a host
- * connection to the hostfwd port (guest address left to DHCP) turns into a
- * SYN to 10.0.2.15:22 on the guest's side.
+ * Open a backend for cfg with a hostfwd rule to the guest's port 22 on a
+ * free host port, get the guest its lease (how slirp learns where it
+ * is), then connect to the port: the guest must see the SYN. The DHCP
+ * offer goes to check (when given).
  */
-static void test_dhcp_then_hostfwd(void **state)
+static void check_hostfwd(struct net_config *cfg,
+			  void (*check)(const uint8_t *f, ssize_t len))
 {
-	struct net_config cfg = { .mode = NET_MODE_USER, .nr_hostfwd = 1 };
 	struct sockaddr_in a = { .sin_family = AF_INET,
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct net_backend be;
@@ -317,15 +330,17 @@ static void test_dhcp_then_hostfwd(void **state)
 
 	/* A free port: the kernel's pick, released for slirp to take. */
 	close(listen_any(&port));
-	cfg.hostfwd[0] = (struct net_hostfwd) {
+	cfg->nr_hostfwd = 1;
+	cfg->hostfwd[0] = (struct net_hostfwd) {
 		.host_addr.s_addr = htonl(INADDR_LOOPBACK),
 		.host_port = port, .guest_port = 22,
 	};
-	open_user(&be, &cfg);
+	open_user(&be, cfg);
 	send_frame(&be, HDR, f, dhcp_discover(f));
 	n = recv_matching(&be, buf, sizeof(buf), is_dhcp_reply);
 	assert_true(n > 0);
-	check_dhcp_offer(buf + HDR, n - HDR);
+	if (check)
+		check(buf + HDR, n - HDR);
 
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	a.sin_port = htons(port);
@@ -334,6 +349,18 @@ static void test_dhcp_then_hostfwd(void **state)
 		    0);
 	close(fd);
 	net_backend_close(&be);
+}
+
+/*
+ * DHCP offers 10.0.2.15 with the gateway and DNS aliases; then a host
+ * connection to the hostfwd port (guest address left to DHCP) turns into a
+ * SYN to 10.0.2.15:22 on the guest's side.
+ */
+static void test_dhcp_then_hostfwd(void **state)
+{
+	struct net_config cfg = { .mode = NET_MODE_USER };
+
+	check_hostfwd(&cfg, check_dhcp_offer);
 }
 
 static void test_hostfwd_port_busy(void **state)
@@ -355,27 +382,16 @@ static void test_hostfwd_port_busy(void **state)
 	close(busy);
 }
 
-/* Sum of 16-bit words, for the checksums' pseudo-headers and bodies. */
-static uint32_t sum16(uint32_t sum, const uint8_t *p, size_t len)
+/* An Ethernet header from the guest, to libslirp (which reads no MAC). */
+static void put_eth(uint8_t *f, uint16_t type)
 {
-	size_t i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += get16(p + i);
-	if (len & 1)
-		sum += p[len - 1] << 8;
-	return sum;
+	memset(f, 0x52, 6);
+	memcpy(f + 6, guest_mac, 6);
+	put16(f + 12, type);
 }
 
-static uint16_t fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return ~sum;
-}
-
-/* A bare SYN from the guest's port 40000 to dport, checksum left 0. */
-static void put_syn(uint8_t *tcp, uint16_t dport)
+/* A bare SYN from the guest's port 40000 to dport, summed with pseudo. */
+static void put_syn(uint8_t *tcp, uint16_t dport, uint32_t pseudo)
 {
 	memset(tcp, 0, 20);
 	put16(tcp, 40000);
@@ -384,6 +400,7 @@ static void put_syn(uint8_t *tcp, uint16_t dport)
 	tcp[12] = 5 << 4;		/* no options */
 	tcp[13] = 0x02;			/* SYN */
 	put16(tcp + 14, 65535);
+	put16(tcp + 16, fold(sum16(pseudo + 6 + 20, tcp, 20)));
 }
 
 /*
@@ -392,13 +409,10 @@ static void put_syn(uint8_t *tcp, uint16_t dport)
  */
 static size_t syn4(uint8_t *f, const char *dst, uint16_t dport)
 {
-	uint8_t *iph = f + 14, *tcp = iph + 20;
-	uint32_t src = ip("10.0.2.15"), d = ip(dst), sum;
+	uint8_t *iph = f + 14;
+	uint32_t src = ip("10.0.2.15"), d = ip(dst);
 
-	memset(f, 0, 14);
-	memset(f, 0x52, 6);
-	memcpy(f + 6, guest_mac, 6);
-	put16(f + 12, 0x0800);
+	put_eth(f, 0x0800);
 	memset(iph, 0, 20);
 	iph[0] = 0x45;
 	put16(iph + 2, 40);
@@ -407,22 +421,16 @@ static size_t syn4(uint8_t *f, const char *dst, uint16_t dport)
 	memcpy(iph + 12, &src, 4);
 	memcpy(iph + 16, &d, 4);
 	put16(iph + 10, ip_checksum(iph, 20));
-	put_syn(tcp, dport);
-	sum = sum16(6 + 20, iph + 12, 8);
-	put16(tcp + 16, fold(sum16(sum, tcp, 20)));
+	put_syn(iph + 20, dport, sum16(0, iph + 12, 8));
 	return 14 + 20 + 20;
 }
 
 /* The same over IPv6, from fec0::15. */
 static size_t syn6(uint8_t *f, const char *dst, uint16_t dport)
 {
-	uint8_t *iph = f + 14, *tcp = iph + 40;
-	uint32_t sum;
+	uint8_t *iph = f + 14;
 
-	memset(f, 0, 14);
-	memset(f, 0x52, 6);
-	memcpy(f + 6, guest_mac, 6);
-	put16(f + 12, 0x86dd);
+	put_eth(f, 0x86dd);
 	memset(iph, 0, 40);
 	iph[0] = 0x60;
 	put16(iph + 4, 20);
@@ -430,9 +438,7 @@ static size_t syn6(uint8_t *f, const char *dst, uint16_t dport)
 	iph[7] = 64;
 	assert_int_equal(inet_pton(AF_INET6, "fec0::15", iph + 8), 1);
 	assert_int_equal(inet_pton(AF_INET6, dst, iph + 24), 1);
-	put_syn(tcp, dport);
-	sum = sum16(20 + 6, iph + 8, 32);
-	put16(tcp + 16, fold(sum16(sum, tcp, 20)));
+	put_syn(iph + 40, dport, sum16(0, iph + 8, 32));
 	return 14 + 40 + 20;
 }
 
@@ -527,35 +533,13 @@ static void test_host_loopback_off(void **state)
 /* restrict=on: nothing of the host, yet hostfwd still comes in. */
 static void test_restrict_keeps_hostfwd(void **state)
 {
-	struct net_config cfg = { .mode = NET_MODE_USER, .restricted = true,
-				  .nr_hostfwd = 1 };
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct net_config cfg = { .mode = NET_MODE_USER, .restricted = true };
 	enum log_level saved = log_threshold;
-	struct net_backend be;
-	uint8_t f[1024], buf[2048];
-	uint16_t port;
-	int fd;
 
 	log_threshold = LOG_ERROR;
 	check_loopback_reach(&cfg, false);
 	log_threshold = saved;
-	close(listen_any(&port));
-	cfg.hostfwd[0] = (struct net_hostfwd) {
-		.host_addr.s_addr = htonl(INADDR_LOOPBACK),
-		.host_port = port, .guest_port = 22,
-	};
-	open_user(&be, &cfg);
-	/* DHCP still answers: it is how slirp learns where the guest is */
-	send_frame(&be, HDR, f, dhcp_discover(f));
-	assert_true(recv_matching(&be, buf, sizeof(buf), is_dhcp_reply) > 0);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	a.sin_port = htons(port);
-	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_true(recv_matching(&be, buf, sizeof(buf), is_syn_to_guest_22) >
-		    0);
-	close(fd);
-	net_backend_close(&be);
+	check_hostfwd(&cfg, NULL);
 }
 
 #define FILL_MAX	100000	/* far more than the socket buffers hold */
