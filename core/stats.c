@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lkvm/console.h"
@@ -171,9 +172,11 @@ void stats_print(struct vm *vm, FILE *f, double wall_ms, bool live)
 
 int stats_create(const char *path)
 {
+	struct stat st;
 	int fd;
 
-	if (!strcmp(path, "-"))
+	/* a terminal, a FIFO: there already, and opened only at the end */
+	if (!strcmp(path, "-") || (!stat(path, &st) && !S_ISREG(st.st_mode)))
 		return 0;
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	if (fd < 0) {

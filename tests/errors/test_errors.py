@@ -528,6 +528,14 @@ def test_net_missing_tap_without_cap_net_admin():
                           "ip tuntap add")
 
 
+def test_stats_file_that_cannot_be_made(tmp):
+    """--stats is made at set-up (Landlock then allows writing it): a path
+    that cannot be written is an error before /dev/kvm, not after the VM."""
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "--stats",
+                               str(tmp / "no" / "such.json")]),
+                          "--stats", "no/such.json", "No such file")
+
+
 # The management commands and the VM's name (core/control.c, core/vmctl.c).
 
 def rundir_env(tmp):
