@@ -176,6 +176,8 @@ def test_runs_unprivileged_and_exits_cleanly(job):
     assert f.get("lkvm_gid") == "1000,1000", _ctx(job)
     assert f.get("lkvm_groups", "") == "", _ctx(job)
     assert f.get("lkvm_rc") == "0", _ctx(job)
+    # confined by Landlock (L1's kernel: Debian 12's 6.1, ABI 2) all along
+    assert f.get("landlock") == "2", _ctx(job)
 
 
 def test_dhcp_lease(job):
@@ -218,6 +220,7 @@ def test_guarded_guest_cannot_reach_l1_loopback(guarded_job):
     assert f.get("direct_got") == "", _ctx(guarded_job)
     check_hostfwd(guarded_job)
     assert f.get("lkvm_rc") == "0", _ctx(guarded_job)
+    assert f.get("landlock") == "2", _ctx(guarded_job)
 
 
 def check_hostfwd(job):
