@@ -43,6 +43,7 @@ enum {
 	OPT_POLL,
 	OPT_IOTHREADS,
 	OPT_NO_SECCOMP,
+	OPT_NO_LANDLOCK,
 	OPT_BOOT_PROFILE,
 	OPT_APPEND,
 };
@@ -73,6 +74,7 @@ static const struct option run_options[] = {
 	{ "poll",	required_argument, NULL, OPT_POLL },
 	{ "iothreads",	required_argument, NULL, OPT_IOTHREADS },
 	{ "no-seccomp",	no_argument,	   NULL, OPT_NO_SECCOMP },
+	{ "no-landlock", no_argument,	   NULL, OPT_NO_LANDLOCK },
 	{ "boot-profile", no_argument,	   NULL, OPT_BOOT_PROFILE },
 	{ "verbose",	no_argument,	   NULL, 'v' },
 	{ "quiet",	no_argument,	   NULL, 'q' },
@@ -119,7 +121,10 @@ void cli_usage_run(void)
 "                        privileges; guest 10.0.2.15 by DHCP, host\n"
 "                        loopback at 10.0.2.2;\n"
 "                        hostfwd=tcp|udp:[HOSTADDR]:PORT-[GUESTADDR]:PORT\n"
-"                        (HOSTADDR 127.0.0.1 unless given)\n"
+"                        (HOSTADDR 127.0.0.1 unless given);\n"
+"                        host_loopback=off: the host's loopback is out of\n"
+"                        reach (lkvm sandbox's default); restrict=on:\n"
+"                        all outside is, but hostfwd's connections in\n"
 "                        poll=MODE: this card's --poll mode\n"
 "      --9p HOSTDIR,TAG[,ro]\n"
 "                        share a host directory over virtio-9p (9P2000.L);\n"
@@ -175,6 +180,10 @@ void cli_usage_run(void)
 "      --no-seccomp      run without the seccomp filters that confine each\n"
 "                        thread (vCPU, I/O, slirp, console, main) to its\n"
 "                        syscalls\n"
+"      --no-landlock     run without Landlock, which keeps lkvm from every\n"
+"                        file it was not given once the VM is set up (and\n"
+"                        from TCP, signals, abstract sockets where the\n"
+"                        kernel can); independent of --no-seccomp\n"
 "  -v, --verbose         more messages (repeat for debug)\n"
 "  -q, --quiet           errors only\n"
 "  -h, --help            this text\n"
@@ -535,6 +544,7 @@ static int parse_option(int opt, struct vm_config *cfg)
 	case OPT_RNG: cfg->rng = true; return 0;
 	case OPT_BALLOON: cfg->balloon = true; return 0;
 	case OPT_NO_SECCOMP: cfg->no_seccomp = true; return 0;
+	case OPT_NO_LANDLOCK: cfg->no_landlock = true; return 0;
 	case OPT_BOOT_PROFILE: cfg->boot_profile = true; return 0;
 	case OPT_MMIO_CMDLINE: cfg->mmio_cmdline = true; return 0;
 	case OPT_9P:

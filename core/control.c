@@ -9,9 +9,11 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -27,6 +29,7 @@
 #define CONTROL_IO_MS		1000
 #define CONTROL_REQUEST_MAX	128
 #define CONTROL_PAUSE_MS	2000
+#define CONTROL_LOCK_MS		5000
 
 struct control {
 	int fd;
@@ -46,28 +49,73 @@ bool control_name_valid(const char *name)
 	return true;
 }
 
-/* Whoever can reach the sockets controls the VMs: ours alone. */
-static int control_dir_check(const char *dir)
+/*
+ * Whoever can reach the sockets controls the VMs: the directory must be
+ * ours alone. It is checked through the descriptor it was opened by (no
+ * symlink followed at its last step), so what was checked is what is
+ * used. The message names the way out: a squatted /tmp/lkvm-UID removed
+ * (lkvm makes a fresh one), or LKVM_RUNTIME_DIR pointed elsewhere.
+ */
+static int dir_refuse(const char *dir, const char *why)
 {
+	pr_err("runtime directory %s is not a private directory: %s; remove it (lkvm makes its own, mode 0700) or set LKVM_RUNTIME_DIR to a directory of yours with mode 0700",
+	       dir, why);
+	return -1;
+}
+
+static int dir_check(int fd, const char *dir)
+{
+	char why[160];
 	struct stat st;
 
-	if (lstat(dir, &st)) {
-		if (errno == ENOENT)
-			return 1;
+	if (fstat(fd, &st)) {
 		pr_err("runtime directory %s: %s", dir, strerror(errno));
 		return -1;
 	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077)) {
-		pr_err("runtime directory %s is not a private directory (owner uid %u, mode %03o): VM sockets need one that uid %u alone can enter",
-		       dir, (unsigned int)st.st_uid,
-		       (unsigned int)(st.st_mode & 0777), (unsigned int)geteuid());
+	if (st.st_uid != geteuid()) {
+		snprintf(why, sizeof(why), "uid %u owns it, not uid %u (another user may have made it to reach your VMs)",
+			 (unsigned int)st.st_uid, (unsigned int)geteuid());
+		return dir_refuse(dir, why);
+	}
+	if (st.st_mode & 077) {
+		pr_err("runtime directory %s is not a private directory: others may enter it (mode %03o); chmod 700 %s, or set LKVM_RUNTIME_DIR to a directory of yours with mode 0700",
+		       dir, (unsigned int)(st.st_mode & 0777), dir);
 		return -1;
 	}
 	return 0;
 }
 
-int control_dir(char *buf, size_t size, bool create)
+/* The directory's fd, checked; -ENOENT when it is not there (!create). */
+static int dir_open(const char *dir, bool create)
+{
+	int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	struct stat st;
+	int fd = open(dir, flags);
+
+	if (fd < 0 && errno == ENOENT && create) {
+		if (mkdir(dir, 0700) && errno != EEXIST) {
+			pr_err("cannot make the runtime directory %s: %s", dir,
+			       strerror(errno));
+			return -1;
+		}
+		fd = open(dir, flags);
+	}
+	if (fd >= 0) {
+		if (!dir_check(fd, dir))
+			return fd;
+		close(fd);
+		return -1;
+	}
+	if (errno == ENOENT)
+		return -ENOENT;
+	if ((errno == ELOOP || errno == ENOTDIR) && !lstat(dir, &st))
+		return dir_refuse(dir, S_ISLNK(st.st_mode) ?
+				  "it is a symbolic link" : "it is not a directory");
+	pr_err("runtime directory %s: %s", dir, strerror(errno));
+	return -1;
+}
+
+static int dir_path(char *buf, size_t size)
 {
 	const char *own = getenv("LKVM_RUNTIME_DIR");
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
@@ -83,12 +131,22 @@ int control_dir(char *buf, size_t size, bool create)
 		pr_err("the runtime directory's path is too long");
 		return -1;
 	}
-	if (create && mkdir(buf, 0700) && errno != EEXIST) {
-		pr_err("cannot make the runtime directory %s: %s", buf,
-		       strerror(errno));
+	return 0;
+}
+
+int control_dir(char *buf, size_t size, bool create)
+{
+	int fd;
+
+	if (dir_path(buf, size))
 		return -1;
-	}
-	return control_dir_check(buf);
+	fd = dir_open(buf, create);
+	if (fd == -ENOENT)
+		return 1;
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
 }
 
 int control_sock_path(const char *dir, const char *name, char *buf,
@@ -129,37 +187,147 @@ int control_connect(const char *path)
 	return -1;
 }
 
-/* A socket nobody answers on is left by a VM that died: take its place. */
-static int control_claim(const char *name, const char *path)
+/*
+ * Every change to the names in the directory (a claim, a stale socket's
+ * removal) happens under an exclusive flock() of the directory, so that
+ * "nobody answers there" still holds when the name is replaced. A claim
+ * holds it for a bind() and a listen(): a holder that long is stuck.
+ */
+static int dir_lock(int dfd, const char *dir)
+{
+	double deadline = now_ms() + CONTROL_LOCK_MS;
+
+	while (flock(dfd, LOCK_EX | LOCK_NB)) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			pr_err("cannot lock the runtime directory %s: %s", dir,
+			       strerror(errno));
+			return -1;
+		}
+		if (now_ms() >= deadline) {
+			pr_err("the runtime directory %s stayed locked for %u s: another lkvm is stuck claiming a name there",
+			       dir, CONTROL_LOCK_MS / 1000);
+			return -1;
+		}
+		usleep(2000);
+	}
+	return 0;
+}
+
+enum sock_state { SOCK_ABSENT, SOCK_LIVE, SOCK_STALE, SOCK_OTHER };
+
+/*
+ * What is at path. A VM's socket listens before it gets its name, so one
+ * that refuses a connection is a dead VM's.
+ */
+static enum sock_state sock_state(const char *path)
 {
 	struct stat st;
 	int fd = control_connect(path);
 
 	if (fd >= 0) {
 		close(fd);
-		pr_err("a VM named '%s' is already running (%s)", name, path);
-		return -1;
+		return SOCK_LIVE;
 	}
 	if (errno == ENOENT)
-		return 0;
-	if (errno != ECONNREFUSED || lstat(path, &st) || !S_ISSOCK(st.st_mode)) {
-		pr_err("cannot use %s for VM '%s': it is there but not a VM's socket",
-		       path, name);
+		return SOCK_ABSENT;
+	if (errno == ECONNREFUSED && !lstat(path, &st) && S_ISSOCK(st.st_mode))
+		return SOCK_STALE;
+	return SOCK_OTHER;
+}
+
+int control_remove_stale(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char *slash = strrchr(path, '/');
+	int dfd, ret = 0;
+
+	if (!slash || (size_t)(slash - path) >= sizeof(dir))
+		return -1;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	dfd = dir_open(dir, false);
+	if (dfd < 0)
+		return -1;
+	if (dir_lock(dfd, dir)) {
+		close(dfd);
 		return -1;
 	}
-	if (unlink(path) && errno != ENOENT) {
-		pr_err("cannot remove the stale socket %s: %s", path,
+	if (sock_state(path) == SOCK_STALE)
+		ret = unlink(path) ? -1 : 1;
+	close(dfd);		/* and the lock with it */
+	return ret;
+}
+
+/*
+ * Listen on a hidden name (a '.' name is no VM's), then rename it into
+ * place: the name never shows a socket that refuses connections, which
+ * anyone would take for a dead VM's. Under the directory's lock; the
+ * rename is the directory fd's, so the socket lands in the directory
+ * that was checked or not at all.
+ */
+static int control_bind(struct control *ctl, int dfd, const char *dir)
+{
+	const char *base = ctl->path + strlen(dir) + 1;
+	char tmp[sizeof(ctl->path)], tmp_base[24];
+	struct sockaddr_un sa;
+	int n;
+
+	snprintf(tmp_base, sizeof(tmp_base), ".%d", (int)getpid());
+	n = snprintf(tmp, sizeof(tmp), "%s/%s", dir, tmp_base);
+	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+		pr_err("the runtime directory's path %s is too long for a UNIX socket",
+		       dir);
+		return -1;
+	}
+	/* a process of our pid that died here left it: nobody else's */
+	unlinkat(dfd, tmp_base, 0);
+	ctl->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	sockaddr_of(&sa, tmp);
+	if (ctl->fd < 0 || bind(ctl->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		pr_err("cannot make the control socket %s: %s", tmp,
 		       strerror(errno));
 		return -1;
 	}
-	return 0;
+	if (fchmodat(dfd, tmp_base, 0600, 0) || listen(ctl->fd, 8)) {
+		pr_err("control socket %s: %s", tmp, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	switch (sock_state(ctl->path)) {
+	case SOCK_LIVE:
+		pr_err("a VM named '%s' is already running (%s)", ctl->name,
+		       ctl->path);
+		break;
+	case SOCK_OTHER:
+		pr_err("cannot use %s for VM '%s': it is there but not a VM's socket",
+		       ctl->path, ctl->name);
+		break;
+	case SOCK_ABSENT:
+		/* never over anything: what appeared since is not ours */
+		if (!renameat2(dfd, tmp_base, dfd, base, RENAME_NOREPLACE))
+			return 0;
+		/* a file system without RENAME_NOREPLACE: the lock must do */
+		if (errno == EINVAL && !renameat(dfd, tmp_base, dfd, base))
+			return 0;
+		pr_err("cannot name the control socket %s: %s", ctl->path,
+		       strerror(errno));
+		break;
+	case SOCK_STALE:
+		/* a dead VM's: replaced in one step, the name never free */
+		if (!renameat(dfd, tmp_base, dfd, base))
+			return 0;
+		pr_err("cannot name the control socket %s: %s", ctl->path,
+		       strerror(errno));
+		break;
+	}
+	unlinkat(dfd, tmp_base, 0);
+	return -1;
 }
 
 struct control *control_open(const char *name)
 {
 	struct control *ctl;
-	struct sockaddr_un sa;
 	char dir[sizeof(ctl->path)];
+	int dfd = -1;
 
 	if (!control_name_valid(name)) {
 		pr_err("--name '%s': a VM name is 1-%d letters, digits, '.', '_' or '-', not starting with '.'",
@@ -173,35 +341,28 @@ struct control *control_open(const char *name)
 	}
 	ctl->fd = -1;
 	snprintf(ctl->name, sizeof(ctl->name), "%s", name);
-	if (control_dir(dir, sizeof(dir), true) ||
+	if (dir_path(dir, sizeof(dir)) ||
 	    control_sock_path(dir, name, ctl->path, sizeof(ctl->path)) ||
-	    control_claim(name, ctl->path))
-		goto fail;
-	ctl->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	sockaddr_of(&sa, ctl->path);
-	if (ctl->fd < 0 || bind(ctl->fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		if (errno == EADDRINUSE)
-			pr_err("a VM named '%s' is already running (%s)", name,
-			       ctl->path);
-		else
-			pr_err("cannot make the control socket %s: %s",
-			       ctl->path, strerror(errno));
+	    (dfd = dir_open(dir, true)) < 0 || dir_lock(dfd, dir) ||
+	    control_bind(ctl, dfd, dir)) {
 		ctl->path[0] = '\0';	/* not ours to remove */
-		goto fail;
+		if (dfd >= 0)
+			close(dfd);
+		control_close(ctl);
+		return NULL;
 	}
-	if (chmod(ctl->path, 0600) || listen(ctl->fd, 8)) {
-		pr_err("control socket %s: %s", ctl->path, strerror(errno));
-		goto fail;
-	}
+	close(dfd);		/* and the lock with it */
 	return ctl;
-fail:
-	control_close(ctl);
-	return NULL;
 }
 
 int control_fd(const struct control *ctl)
 {
 	return ctl ? ctl->fd : -1;
+}
+
+const char *control_sock(const struct control *ctl)
+{
+	return ctl ? ctl->path : NULL;
 }
 
 void control_close(struct control *ctl)

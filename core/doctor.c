@@ -239,40 +239,41 @@ char *doctor_initrd_modules(const uint8_t *img, size_t len)
 	return l.names;
 }
 
-/*
- * A kernel without an embedded config may have one beside it: Debian's
- * /boot/config-VERSION next to vmlinuz-VERSION, or a build tree's .config
- * above arch/x86/boot/bzImage or beside vmlinux.
- */
-static char *config_beside(const char *kernel)
+bool doctor_config_path(const char *kernel, char *path, size_t size)
 {
 	static const char *const tree[] = { "/arch/x86/boot/bzImage", "/vmlinux" };
 	const char *base = strrchr(kernel, '/');
-	char path[PATH_MAX];
 	size_t dir, len = strlen(kernel), i;
-	struct mapped_file f;
-	char *config;
-	int fd;
 
 	base = base ? base + 1 : kernel;
 	dir = base - kernel;
 	path[0] = '\0';
 	if (!strncmp(base, "vmlinuz-", 8) || !strncmp(base, "vmlinux-", 8))
-		snprintf(path, sizeof(path), "%.*sconfig-%s", (int)dir, kernel,
+		snprintf(path, size, "%.*sconfig-%s", (int)dir, kernel,
 			 base + 8);
 	for (i = 0; !path[0] && i < ARRAY_SIZE(tree); i++) {
 		size_t t = strlen(tree[i]);
 
 		if (len >= t && !strcmp(kernel + len - t, tree[i]))
-			snprintf(path, sizeof(path), "%.*s/.config",
-				 (int)(len - t), kernel);
+			snprintf(path, size, "%.*s/.config", (int)(len - t),
+				 kernel);
 	}
+	return path[0] != '\0';
+}
+
+static char *config_beside(const char *kernel)
+{
+	char path[PATH_MAX];
+	struct mapped_file f;
+	char *config;
+	int fd;
+
 	/*
 	 * A guess: a file that is not there is no error of the user's, so
 	 * look before map_file() would complain. This runs at exit, under
 	 * the main thread's seccomp filter: open(), not access().
 	 */
-	if (!path[0])
+	if (!doctor_config_path(kernel, path, sizeof(path)))
 		return NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)

@@ -21,6 +21,7 @@
 #include "lkvm/doctor.h"
 #include "lkvm/inputs.h"
 #include "lkvm/irq.h"
+#include "lkvm/landlock.h"
 #include "lkvm/seccomp.h"
 #include "lkvm/stats.h"
 #include "lkvm/util.h"
@@ -208,14 +209,19 @@ int vm_run(const struct vm_config *cfg, bool *reboot)
 
 	*reboot = false;
 	/* before the first thread: the slirp thread starts with its input */
-	if (!cfg->no_seccomp && seccomp_prepare())
+	if ((!cfg->no_seccomp && seccomp_prepare()) || landlock_prepare(cfg))
 		return EXIT_VMM_ERROR;
 	/* Everything the user gave is checked before /dev/kvm is opened. */
 	if (vm_inputs_open(&in, cfg)) {
 		vm_inputs_close(&in);
 		return EXIT_VMM_ERROR;
 	}
-	if (!(ctl = claim_name(cfg)) && cfg->name) {
+	ctl = claim_name(cfg);
+	/* what run time needs: the threads started from here on confine to it */
+	if ((!ctl && cfg->name) ||
+	    (cfg->stats_path && stats_create(cfg->stats_path)) ||
+	    landlock_allow_vm(cfg, in.share_fds, control_sock(ctl))) {
+		control_close(ctl);
 		vm_inputs_close(&in);
 		return EXIT_VMM_ERROR;
 	}

@@ -146,6 +146,21 @@ static int add_params(struct vm_config *cfg)
 	return 0;
 }
 
+/*
+ * The command runs here to be kept from the host: its user-mode network
+ * does not reach the host's loopback services unless the user says
+ * host_loopback=on.
+ */
+static void protect_host_loopback(struct vm_config *cfg)
+{
+	unsigned int i;
+
+	for (i = 0; i < cfg->nr_nics; i++)
+		if (cfg->nics[i].mode == NET_MODE_USER &&
+		    cfg->nics[i].host_loopback == NET_HOST_LOOPBACK_DEFAULT)
+			cfg->nics[i].host_loopback = NET_HOST_LOOPBACK_OFF;
+}
+
 int sandbox_configure(struct vm_config *cfg, int argc, char **argv)
 {
 	static struct records r;
@@ -167,6 +182,7 @@ int sandbox_configure(struct vm_config *cfg, int argc, char **argv)
 		       RECORDS_MAX / 1024);
 		return -1;
 	}
+	protect_host_loopback(cfg);
 	if (add_share(cfg, "/", SANDBOX_ROOT_TAG, true) ||
 	    (strcmp(cwd, "/") && add_share(cfg, cwd, SANDBOX_CWD_TAG, false)))
 		return -1;

@@ -44,16 +44,9 @@
 #include <unistd.h>
 
 #include "lkvm/console.h"
+#include "lkvm/landlock.h"
 #include "lkvm/seccomp.h"
 #include "lkvm/util.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define LKVM_SANITIZED	1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LKVM_SANITIZED	1
-#endif
-#endif
 
 #define ARG_NONE	6u		/* a rule on the number alone */
 #define MASK_INT	0xffffffffull	/* the kernel reads an int/uint */
@@ -441,6 +434,9 @@ int seccomp_confine(enum seccomp_class cls)
 {
 	sigset_t sys;
 
+	/* first: the seccomp filter would refuse landlock_restrict_self() */
+	if (landlock_confine(seccomp_class_name(cls)))
+		return -1;
 	if (cls >= SECCOMP_NR_CLASSES || !programs[cls].filter)
 		return 0;
 	thread_class = cls;

@@ -5,11 +5,13 @@
  * exits each vCPU took to user space.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lkvm/console.h"
@@ -166,6 +168,23 @@ void stats_print(struct vm *vm, FILE *f, double wall_ms, bool live)
 	fputc(',', f);
 	devices_write_stats(vm, f, live);
 	fprintf(f, "}\n");
+}
+
+int stats_create(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	/* a terminal, a FIFO: there already, and opened only at the end */
+	if (!strcmp(path, "-") || (!stat(path, &st) && !S_ISREG(st.st_mode)))
+		return 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		pr_err("--stats %s: %s", path, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
 }
 
 int stats_write(struct vm *vm, const char *path, double wall_ms)

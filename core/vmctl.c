@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -58,17 +57,10 @@ static int ask(const char *name, const char *path, const char *request,
 	       FILE *out, bool quiet_if_stale)
 {
 	char err[200];
-	struct stat st;
-	int fd;
 
 	if (!control_request(path, request, out, err, sizeof(err)))
 		return 0;
-	fd = control_connect(path);
-	if (fd >= 0)
-		close(fd);
-	else if (errno == ECONNREFUSED && !lstat(path, &st) &&
-		 S_ISSOCK(st.st_mode)) {
-		unlink(path);
+	if (control_remove_stale(path) > 0) {
 		if (!quiet_if_stale)
 			pr_err("VM '%s' is not running any more (removed its stale socket %s)",
 			       name, path);

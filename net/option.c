@@ -3,7 +3,7 @@
  * The -n option, kvmtool's spelling:
  *   -n mode=tap|user|none[,tapif=NAME][,guest_mac=MAC][,queues=N]
  *      [,script=PATH][,hostfwd=tcp:[HOSTADDR]:PORT-[GUESTADDR]:PORT]...
- *      [,poll=off|auto|on]
+ *      [,restrict=on|off][,host_loopback=on|off][,poll=off|auto|on]
  * and the short forms "tap", "user" and "none", which may also lead the
  * settings ("user,hostfwd=...").
  */
@@ -84,6 +84,17 @@ static int parse_hostfwd(const char *val, struct net_hostfwd *fwd)
 	return 0;
 }
 
+static int parse_on_off(const char *val, bool *on)
+{
+	if (!strcmp(val, "on"))
+		*on = true;
+	else if (!strcmp(val, "off"))
+		*on = false;
+	else
+		return -1;
+	return 0;
+}
+
 static int parse_mode(const char *val, enum net_mode *mode)
 {
 	if (!strcmp(val, "tap"))
@@ -101,6 +112,7 @@ static int net_parse_pair(const char *arg, const char *key, const char *val,
 			  struct net_config *cfg)
 {
 	uint64_t v;
+	bool on;
 
 	if (!strcmp(key, "mode")) {
 		if (parse_mode(val, &cfg->mode))
@@ -126,6 +138,14 @@ static int net_parse_pair(const char *arg, const char *key, const char *val,
 	} else if (!strcmp(key, "poll")) {
 		if (virtio_poll_parse_mode(val, strlen(val), &cfg->poll))
 			goto bad;
+	} else if (!strcmp(key, "restrict")) {
+		if (parse_on_off(val, &cfg->restricted))
+			goto bad;
+	} else if (!strcmp(key, "host_loopback")) {
+		if (parse_on_off(val, &on))
+			goto bad;
+		cfg->host_loopback = on ? NET_HOST_LOOPBACK_ON :
+					  NET_HOST_LOOPBACK_OFF;
 	} else if (!strcmp(key, "hostfwd")) {
 		if (cfg->nr_hostfwd == NET_MAX_HOSTFWD) {
 			pr_err("-n '%s': at most %d hostfwd rules", arg,
@@ -136,7 +156,7 @@ static int net_parse_pair(const char *arg, const char *key, const char *val,
 			goto bad;
 		cfg->nr_hostfwd++;
 	} else {
-		pr_err("-n '%s': unknown setting '%s' (mode, tapif, guest_mac, queues, script, hostfwd, poll)",
+		pr_err("-n '%s': unknown setting '%s' (mode, tapif, guest_mac, queues, script, hostfwd, restrict, host_loopback, poll)",
 		       arg, key);
 		return -1;
 	}
@@ -155,8 +175,15 @@ static int net_check_config(const char *arg, const struct net_config *cfg)
 		       arg);
 		return -1;
 	}
-	if (cfg->mode == NET_MODE_TAP && cfg->nr_hostfwd) {
-		pr_err("-n '%s': hostfwd applies to mode=user only", arg);
+	if (cfg->mode == NET_MODE_TAP &&
+	    (cfg->nr_hostfwd || cfg->restricted || cfg->host_loopback)) {
+		pr_err("-n '%s': hostfwd, restrict and host_loopback apply to mode=user only",
+		       arg);
+		return -1;
+	}
+	if (cfg->restricted && cfg->host_loopback == NET_HOST_LOOPBACK_ON) {
+		pr_err("-n '%s': restrict=on keeps the guest from the host altogether: drop host_loopback=on",
+		       arg);
 		return -1;
 	}
 	return 0;

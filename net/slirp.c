@@ -5,6 +5,10 @@
  * 10.0.2.2 is the host (its loopback included), 10.0.2.3 a DNS proxy to
  * the host's resolvers; IPv6 fec0::/64 the same way (fec0::2, fec0::3).
  * hostfwd= rules listen on the host and connect into the guest.
+ * host_loopback=off keeps the host's loopback out of reach: 10.0.2.2
+ * stands for nothing, and frames the guest addresses to the loopback
+ * itself are dropped (slirp_guard.c). restrict=on is QEMU's: the guest
+ * reaches nothing outside, only hostfwd connections come in.
  *
  * libslirp has no locking, so one thread owns it: the device's I/O thread
  * and the slirp thread talk through a SOCK_SEQPACKET socket pair, one
@@ -35,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "slirp_guard.h"
 #include "slirp_lib.h"
 
 #include "lkvm/net.h"
@@ -90,6 +95,7 @@ struct slirp_net {
 	unsigned int max_pfds;
 	unsigned int guest_errors;
 	bool guest_deaf;		/* took nothing for SLIRP_ROOM_WAIT_MS */
+	bool guard_loopback;		/* set at open: host_loopback=off */
 	uint8_t frame[SLIRP_HDR_MAX + SLIRP_FRAME_MAX];
 };
 
@@ -350,6 +356,12 @@ static void slirp_from_guest(struct slirp_net *sn)
 				     n);
 			continue;
 		}
+		if (sn->guard_loopback &&
+		    slirp_frame_to_host_loopback(sn->frame + hdr_len,
+						 n - hdr_len)) {
+			pr_warn_once("user net: dropped the guest's packets addressed to the host's loopback (host_loopback=off)");
+			continue;
+		}
 		sn->lib->input(sn->slirp, sn->frame + hdr_len, n - hdr_len);
 	}
 }
@@ -480,7 +492,7 @@ static struct in6_addr ip6(const char *s)
 }
 
 /* QEMU's defaults, so guests and habits carry over. */
-static Slirp *slirp_create(struct slirp_net *sn)
+static Slirp *slirp_create(struct slirp_net *sn, const struct net_config *cfg)
 {
 	SlirpConfig c = {
 		.version = 4,
@@ -495,8 +507,9 @@ static Slirp *slirp_create(struct slirp_net *sn)
 		.vprefix_len = 64,
 		.vhost6 = ip6("fec0::2"),
 		.vnameserver6 = ip6("fec0::3"),
-		/* 10.0.2.2 reaches the host's own services, as with QEMU. */
-		.disable_host_loopback = false,
+		.restricted = cfg->restricted,
+		/* 10.0.2.2 reaches the host's own services, as with QEMU */
+		.disable_host_loopback = sn->guard_loopback,
 	};
 	Slirp *slirp = sn->lib->new(&c, &slirp_callbacks, sn);
 
@@ -609,7 +622,9 @@ int slirp_backend_open(struct net_backend *be, const struct net_config *cfg)
 	if (slirp_open_fds(sn))
 		goto fail;
 	/* Set up here, before the thread exists; from then on it is its. */
-	sn->slirp = slirp_create(sn);
+	sn->guard_loopback = cfg->restricted ||
+			     cfg->host_loopback == NET_HOST_LOOPBACK_OFF;
+	sn->slirp = slirp_create(sn, cfg);
 	if (!sn->slirp)
 		goto fail;
 	for (i = 0; i < cfg->nr_hostfwd; i++)
@@ -617,7 +632,10 @@ int slirp_backend_open(struct net_backend *be, const struct net_config *cfg)
 			goto fail;
 	if (slirp_start_thread(sn))
 		goto fail;
-	pr_info("user net: guest 10.0.2.15 by DHCP, host 10.0.2.2, DNS 10.0.2.3");
+	pr_info("user net: guest 10.0.2.15 by DHCP, host 10.0.2.2, DNS 10.0.2.3%s",
+		cfg->restricted ? "; restrict=on: nothing outside is reachable" :
+		sn->guard_loopback ? "; host_loopback=off: not the host's loopback" :
+		"");
 	be->ops = &slirp_ops;
 	be->fds[0] = sn->dev_fd;
 	be->nr_queues = 1;

@@ -6,7 +6,8 @@
  *
  * The directory is $LKVM_RUNTIME_DIR, else $XDG_RUNTIME_DIR/lkvm, else
  * /tmp/lkvm-UID; lkvm makes it mode 0700 and refuses one that another user
- * owns or others can enter, since whoever reaches a socket controls the VM.
+ * owns, others can enter, or that is a symbolic link, since whoever
+ * reaches a socket controls the VM.
  *
  * The protocol is one request line ("pause\n", "sysrq h\n") and one reply:
  * "ok\n" or "error MESSAGE\n", then the body (stat's JSON, the register
@@ -41,13 +42,24 @@ int control_sock_path(const char *dir, const char *name, char *buf,
 int control_connect(const char *path);
 
 /*
+ * Remove the socket at path if nobody answers on it (its VM died), under
+ * the runtime directory's lock, which every claim of a name holds too:
+ * 1 removed, 0 left alone (live, gone, or not a socket), -1 on an error.
+ */
+int control_remove_stale(const char *path);
+
+/*
  * Claim NAME for this VM: a socket another live VM answers on is refused
- * ("already running"), a stale one (its VM died) is removed. NULL with a
- * one-line message. Call before anything heavy starts.
+ * ("already running"), a stale one (its VM died) is replaced. The socket
+ * listens before it takes the name, so a socket under a name always
+ * answers while its VM lives. NULL with a one-line message. Call before
+ * anything heavy starts.
  */
 struct control *control_open(const char *name);
 /* The listening fd, for the main loop's poll(). */
 int control_fd(const struct control *ctl);
+/* Where the socket is (NULL for NULL), which the VM removes at exit. */
+const char *control_sock(const struct control *ctl);
 /* Serve the connection waiting on the listening socket (main thread). */
 void control_serve(struct control *ctl, struct vm *vm);
 /* Remove the socket; NULL is fine. */

@@ -18,6 +18,14 @@
 
 struct doctor;
 
+/*
+ * Where a kernel without an embedded config may have one beside it:
+ * Debian's /boot/config-VERSION next to vmlinuz-VERSION, or a build
+ * tree's .config above arch/x86/boot/bzImage or beside vmlinux. Into
+ * path; false when the kernel's name suggests none.
+ */
+bool doctor_config_path(const char *kernel, char *path, size_t size);
+
 /* Read what kernel and initrd (either may be NULL) say; never NULL. */
 struct doctor *doctor_open(const char *kernel, const char *initrd);
 void doctor_close(struct doctor *d);

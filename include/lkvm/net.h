@@ -37,6 +37,17 @@ struct net_hostfwd {
 	uint16_t guest_port;
 };
 
+/*
+ * -n user's host_loopback=: whether the guest reaches the host's own
+ * loopback services (10.0.2.2 standing for 127.0.0.1, as in QEMU). DEFAULT
+ * is ON for lkvm run and OFF for lkvm sandbox (sandbox_configure()).
+ */
+enum net_host_loopback {
+	NET_HOST_LOOPBACK_DEFAULT,
+	NET_HOST_LOOPBACK_ON,
+	NET_HOST_LOOPBACK_OFF,
+};
+
 struct net_config {
 	enum net_mode mode;
 	char tapif[IFNAMSIZ];		/* empty: let the kernel pick tapN */
@@ -46,6 +57,9 @@ struct net_config {
 	unsigned int queues;		/* queue pairs asked for (>= 1) */
 	unsigned int nr_hostfwd;
 	struct net_hostfwd hostfwd[NET_MAX_HOSTFWD];
+	bool restricted;		/* restrict=on: nothing outside but the
+					   hostfwd rules' connections in */
+	enum net_host_loopback host_loopback;
 	enum virtio_poll_mode poll;	/* poll=; VIRTIO_POLL_UNSET: --poll's */
 };
 

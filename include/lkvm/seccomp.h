@@ -35,6 +35,7 @@ int seccomp_prepare(void);
 /*
  * Confine the calling thread to its class's list; 0 and nothing done
  * when seccomp_prepare() was never called (unit tests, --no-seccomp).
+ * The thread's Landlock rules (landlock_confine()) come first, always.
  */
 int seccomp_confine(enum seccomp_class cls);
 

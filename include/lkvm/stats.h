@@ -8,6 +8,13 @@
 
 struct vm;
 
+/*
+ * Make path (emptied) at set-up, so that a path that cannot be written
+ * is an error before the VM runs, and Landlock has the file to allow
+ * writing. "-" (stderr), or a path that is there and no regular file (a
+ * terminal, a FIFO), needs nothing. 0, or -1 after a message.
+ */
+int stats_create(const char *path);
 /* Write the statistics of a finished VM to path ("-" for stderr). */
 int stats_write(struct vm *vm, const char *path, double wall_ms);
 /*

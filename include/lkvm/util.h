@@ -22,6 +22,15 @@
 #define MiB			(1024ULL * KiB)
 #define GiB			(1024ULL * MiB)
 
+/* An ASan build (gcc's or clang's), whose runtime needs more at exit. */
+#if defined(__SANITIZE_ADDRESS__)
+#define LKVM_SANITIZED	1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LKVM_SANITIZED	1
+#endif
+#endif
+
 enum log_level {
 	LOG_SILENT = -1,	/* threshold only: print nothing */
 	LOG_ERROR,

@@ -81,6 +81,7 @@ struct vm_config {
 					   goes there, not to the UART */
 	bool no_ioeventfd;		/* serve notifies in vCPU threads */
 	bool no_seccomp;		/* run without seccomp filters */
+	bool no_landlock;		/* run without Landlock */
 	bool boot_profile;		/* --boot-profile: print it at exit */
 	struct virtio_poll_config poll;	/* --poll; devices' poll= override */
 	unsigned int nr_iothreads;	/* --iothreads; 0: per device/pair */

@@ -531,6 +531,14 @@ def test_net_missing_tap_without_cap_net_admin():
                           "ip tuntap add")
 
 
+def test_stats_file_that_cannot_be_made(tmp):
+    """--stats is made at set-up (Landlock then allows writing it): a path
+    that cannot be written is an error before /dev/kvm, not after the VM."""
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "--stats",
+                               str(tmp / "no" / "such.json")]),
+                          "--stats", "no/such.json", "No such file")
+
+
 # The management commands and the VM's name (core/control.c, core/vmctl.c).
 
 def rundir_env(tmp):
@@ -583,6 +591,41 @@ def test_shared_runtime_directory_is_refused(tmp):
     assert_one_line_error(run(["run", "-k", EXIT_ELF, "--name", "x"],
                               env=env), "not a private directory")
     assert_one_line_error(run(["list"], env=env), "not a private directory")
+
+
+# With no XDG_RUNTIME_DIR the sockets go to /tmp/lkvm-UID, a name any
+# user can take first. Each case gets a /tmp of its own (a tmpfs in the
+# test's namespace), squatted before lkvm runs; whatever lkvm does, the
+# squatter's directory must stay empty.
+SQUATS = {
+    "another user's": ("mkdir -m 700 /tmp/lkvm-0 && chown 4321 /tmp/lkvm-0",
+                       ["uid 4321 owns it", "remove it"]),
+    "open to all": ("mkdir -m 777 /tmp/lkvm-0",
+                    ["mode 777", "chmod 700 /tmp/lkvm-0"]),
+    "a symlink": ("mkdir -m 700 /tmp/theirs && "
+                  "ln -s /tmp/theirs /tmp/lkvm-0",
+                  ["symbolic link", "remove it"]),
+}
+SQUAT_SH = r"""
+mount -t tmpfs -o mode=1777 lkvm-test-tmp /tmp && eval "$SQUAT" || exit 96
+env -u XDG_RUNTIME_DIR -u LKVM_RUNTIME_DIR "$@"
+rc=$?
+[ -z "$(ls -A /tmp/lkvm-0/)" ] || { echo "lkvm wrote into it" >&2; exit 97; }
+exit $rc
+"""
+
+
+@pytest.mark.parametrize("squat", sorted(SQUATS))
+@pytest.mark.parametrize("args", [["run", "--name", "x", "-k", EXIT_ELF],
+                                  ["list"], ["stop", "x"]])
+def test_squatted_default_runtime_directory(squat, args):
+    setup, words = SQUATS[squat]
+    p = run(args, prefix=["sh", "-c", SQUAT_SH, "sh"],
+            env={"SQUAT": setup})
+    assert p.returncode != 97, p.stderr
+    assert_one_line_error(p, "runtime directory /tmp/lkvm-0",
+                          "not a private directory", "LKVM_RUNTIME_DIR",
+                          *words)
 
 
 @pytest.mark.parametrize("args,words", [

@@ -23,12 +23,13 @@ def lkvm(env, *args, timeout=60):
 
 
 class RunningVM:
-    """lkvm run ARGS (with --name NAME unless None, --timeout 120)."""
+    """lkvm run ARGS (with --name NAME unless None, --timeout 120), under
+    the command prefix (such as strace) when one is given."""
 
-    def __init__(self, rundir, name, *args):
+    def __init__(self, rundir, name, *args, prefix=()):
         self.name = name
         self.env = dict(os.environ, LKVM_RUNTIME_DIR=str(rundir))
-        cmd = [str(LKVM), "run", "--timeout", "120"]
+        cmd = [*prefix, str(LKVM), "run", "--timeout", "120"]
         if name:
             cmd += ["--name", name]
         self.proc = subprocess.Popen(

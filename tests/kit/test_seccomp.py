@@ -23,9 +23,8 @@ THREADS = {"lkvm", "vcpu0", "vcpu1", "blk-io", "net-io0", "slirp",
            "lkvm-console"}
 
 
-def seccomp_by_thread(pid, names=THREADS):
-    """{comm: (Seccomp mode, Seccomp_filters)} for lkvm's threads of
-    those names."""
+def thread_status(pid):
+    """{comm: (tid, its /proc status fields)} of a process's threads."""
     found = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -33,11 +32,15 @@ def seccomp_by_thread(pid, names=THREADS):
                 fields = dict(line.split(":", 1) for line in f if ":" in line)
         except OSError:
             continue
-        name = fields["Name"].strip()
-        if name in names:
-            found[name] = (int(fields["Seccomp"]),
-                           int(fields["Seccomp_filters"]))
+        found[fields["Name"].strip()] = (int(tid), fields)
     return found
+
+
+def seccomp_by_thread(pid, names=THREADS):
+    """{comm: (Seccomp mode, Seccomp_filters)} for lkvm's threads of
+    those names."""
+    return {name: (int(f["Seccomp"]), int(f["Seccomp_filters"]))
+            for name, (_, f) in thread_status(pid).items() if name in names}
 
 
 def settled(pid, want, wait_s=10):

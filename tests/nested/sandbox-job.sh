@@ -33,9 +33,11 @@ status_job() {
 		"$(echo "$out" | sed -n 3p | grep -c 'loglevel=1')"
 	fact pwd "$(echo "$out" | sed -n 4p)"
 	fact l1_release "$(uname -r)"
-	# a true command is status 0; a missing one is the shell's 127
-	$SB -- true
+	# a true command is status 0; a missing one is the shell's 127; -v
+	# says that Landlock (ABI 2 in Debian 12's 6.1) confines the sandbox
+	err=$($SB -v -- true 2>&1 >/dev/null)
 	fact true_rc $?
+	fact landlock "$(echo "$err" | sed -n 's/.*landlock: ABI \([0-9]*\):.*/\1/p')"
 	$SB -- /no/such/command
 	fact missing_rc $?
 }

@@ -145,6 +145,8 @@ def test_status_and_output(l1):
     assert f.get("sb_pwd") == "/tmp/sb-status", tail
     assert f.get("sb_true_rc") == "0", tail
     assert f.get("sb_missing_rc") == "127", tail
+    # and Landlock confined it (L1's kernel: Debian 12's 6.1, ABI 2)
+    assert f.get("sb_landlock") == "2", tail
 
 
 def test_runs_as_the_caller(l1):

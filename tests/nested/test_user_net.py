@@ -12,7 +12,11 @@ pings the gateway alias, downloads 2 MiB from an httpd on L1's loopback
 through 10.0.2.2, and serves 2 MiB that L1 fetches through
 hostfwd=tcp::8080-:80; a second rule with an explicit guest address
 (127.0.0.1:2323-10.0.2.15:23) carries L1's "go" that ends the guest.
-Nothing leaves L1, which has no network but its loopback.
+The guest then addresses L1's loopback itself, as a hostile guest may
+(127.0.0.1 routed out of eth0), which by default, as in QEMU, reaches it.
+Two more boots run the same with host_loopback=off and with restrict=on:
+then neither 10.0.2.2 nor 127.0.0.1 reaches L1's loopback, and hostfwd
+still comes in. Nothing leaves L1, which has no network but its loopback.
 
 The same L1 then runs the same job once more under valgrind's memcheck
 (issue 10), with a disk added that the guest writes and reads back: a
@@ -124,9 +128,14 @@ def l1(tmp_path_factory):
     files.update(shared_libs(SETPRIV))
     files.update(valgrind_files())
     job_sh = ["sh", "/l1/user-net-job.sh", "/l1/bin/setpriv"]
-    jobs = [nested.Job("user-net", job_sh + ["150", "0"], timeout=200),
-            nested.Job("valgrind", job_sh + ["400", "16"] + VALGRIND_ARGS,
-                       timeout=450)]
+    jobs = [nested.Job("user-net", job_sh + ["150", "0", "-"], timeout=200),
+            nested.Job("loopback-off",
+                       job_sh + ["150", "0", ",host_loopback=off"],
+                       timeout=200),
+            nested.Job("restrict", job_sh + ["150", "0", ",restrict=on"],
+                       timeout=200),
+            nested.Job("valgrind", job_sh + ["400", "16", "-"] +
+                       VALGRIND_ARGS, timeout=450)]
     l1 = nested.run_l1(jobs, files, l1_kernel=kernel, workdir=work,
                        lkvm=lkvm)
     assert l1.completed, l1.describe()
@@ -151,6 +160,11 @@ def vg_job(l1):
     return _job(l1, "valgrind")
 
 
+@pytest.fixture(scope="module", params=["loopback-off", "restrict"])
+def guarded_job(l1, request):
+    return _job(l1, request.param)
+
+
 def _ctx(j):
     return "facts %s\n%s" % (j.facts, j.tail(60))
 
@@ -162,6 +176,8 @@ def test_runs_unprivileged_and_exits_cleanly(job):
     assert f.get("lkvm_gid") == "1000,1000", _ctx(job)
     assert f.get("lkvm_groups", "") == "", _ctx(job)
     assert f.get("lkvm_rc") == "0", _ctx(job)
+    # confined by Landlock (L1's kernel: Debian 12's 6.1, ABI 2) all along
+    assert f.get("landlock") == "2", _ctx(job)
 
 
 def test_dhcp_lease(job):
@@ -178,12 +194,36 @@ def test_dhcp_lease(job):
 def test_gateway_reaches_l1_loopback(job):
     f = job.facts
     assert f.get("ping_rc") == "0", _ctx(job)
+    assert f.get("gw_rc") == "0", _ctx(job)
     assert f.get("fetch_rc") == "0", _ctx(job)
     assert f.get("fetch_bytes") == str(2 << 20), _ctx(job)
     assert f.get("fetch_md5") == f.get("l1_blob_md5"), _ctx(job)
 
 
-def test_hostfwd_reaches_guest(job):
+def test_guest_addressing_loopback_itself_reaches_it_by_default(job):
+    """The probe the guarded boots must fail is sound: unguarded, a guest
+    that routes 127.0.0.1 out of eth0 gets L1's loopback service."""
+    f = job.facts
+    assert f.get("direct_rc") == "0", _ctx(job)
+    assert f.get("direct_got") == "l1", _ctx(job)
+
+
+def test_guarded_guest_cannot_reach_l1_loopback(guarded_job):
+    """host_loopback=off and restrict=on: neither the gateway alias nor
+    127.0.0.1 itself reaches the httpd on L1's loopback, while DHCP and
+    hostfwd into the guest work as before."""
+    f = guarded_job.facts
+    assert f.get("dhcp_ip") == "10.0.2.15", _ctx(guarded_job)
+    assert f.get("gw_rc") not in (None, "0"), _ctx(guarded_job)
+    assert "fetch_rc" not in f, _ctx(guarded_job)
+    assert f.get("direct_rc") not in (None, "0"), _ctx(guarded_job)
+    assert f.get("direct_got") == "", _ctx(guarded_job)
+    check_hostfwd(guarded_job)
+    assert f.get("lkvm_rc") == "0", _ctx(guarded_job)
+    assert f.get("landlock") == "2", _ctx(guarded_job)
+
+
+def check_hostfwd(job):
     f = job.facts
     assert f.get("fwd_ready") == "ready", _ctx(job)
     assert f.get("fwd_rc") == "0", _ctx(job)
@@ -192,6 +232,10 @@ def test_hostfwd_reaches_guest(job):
     # The rule with the explicit guest address: L1's word arrived.
     assert f.get("go_rc") == "0", _ctx(job)
     assert f.get("go") == "go", _ctx(job)
+
+
+def test_hostfwd_reaches_guest(job):
+    check_hostfwd(job)
 
 
 def test_ipv6_router_advertisement(job):

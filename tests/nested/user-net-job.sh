@@ -5,14 +5,17 @@
 # only (the guest reaches it as 10.0.2.2) and fetches the guest's file
 # through hostfwd.
 #
-#   user-net-job.sh SETPRIV TIMEOUT DISK_MIB [WRAPPER...]
+#   user-net-job.sh SETPRIV TIMEOUT DISK_MIB NETOPTS [WRAPPER...]
 #
 # DISK_MIB > 0 gives the guest a disk of that size too (it writes and reads
-# back a pattern); WRAPPER (valgrind and its options) runs lkvm.
+# back a pattern); NETOPTS ("-" for none) is added to -n's settings, such
+# as ",host_loopback=off"; WRAPPER (valgrind and its options) runs lkvm.
 setpriv=$1
 timeout=$2
 disk_mib=$3
-shift 3
+netopts=$4
+[ "$netopts" = - ] && netopts=
+shift 4
 fact() { echo "@@FACT $1=$2"; }
 
 ip link set lo up
@@ -20,14 +23,15 @@ chgrp 1000 /dev/kvm
 chmod 0660 /dev/kvm
 mkdir -p /srv
 yes lkvm-l1-payload | head -c 2097152 >/srv/blob
+echo l1 >/srv/ready
 fact l1_blob_md5 "$(md5sum </srv/blob | cut -d' ' -f1)"
 httpd -f -p 127.0.0.1:8000 -h /srv &
 httpd_pid=$!
 
 # valgrind runs lkvm through its JIT, which a seccomp filter would stop
-# (and valgrind 3.19 has no seccomp(2)).
+# (and valgrind 3.19 has no seccomp(2), nor Landlock's syscalls).
 confine=
-[ $# = 0 ] || confine=--no-seccomp
+[ $# = 0 ] || confine="--no-seccomp --no-landlock"
 disk=
 if [ "$disk_mib" -gt 0 ]; then
 	dd if=/dev/zero of=/tmp/user-net-disk bs=1M count="$disk_mib" 2>/dev/null
@@ -36,12 +40,12 @@ if [ "$disk_mib" -gt 0 ]; then
 fi
 
 # Two rules: the guest address left to DHCP, and given explicitly.
-# shellcheck disable=SC2086 # $disk is two words or none, $confine one
+# shellcheck disable=SC2086 # $disk and $confine are words or none
 "$setpriv" --reuid=1000 --regid=1000 --clear-groups \
-	"$@" lkvm run $confine --timeout "$timeout" -k /l2/vmlinux \
+	"$@" lkvm run -v $confine --timeout "$timeout" -k /l2/vmlinux \
 	-i /l2/user-net-initrd \
 	-m 256 $disk \
-	-n mode=user,hostfwd=tcp::8080-:80,hostfwd=tcp:127.0.0.1:2323-10.0.2.15:23 \
+	-n mode=user,hostfwd=tcp::8080-:80,hostfwd=tcp:127.0.0.1:2323-10.0.2.15:23$netopts \
 	-p "console=ttyS0 quiet panic=-1 lkvm.run=/net/user-net-check.sh" \
 	>/tmp/user-net-out 2>&1 &
 pid=$!
@@ -77,5 +81,7 @@ fact go_rc $?
 
 wait $pid
 fact lkvm_rc $?
+# Landlock confined it (ABI 2 in Debian 12's 6.1; not under valgrind)
+fact landlock "$(sed -n 's/.*landlock: ABI \([0-9]*\):.*/\1/p' /tmp/user-net-out)"
 kill $httpd_pid
 cat /tmp/user-net-out

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The control socket (core/control.c) on a VM with no KVM under it: VM
- * names, where the sockets live and who may own that directory, claiming
- * a name (in use: refused; stale: taken over; not a socket: refused), and
+ * names, where the sockets live and who may own that directory (not a
+ * symlink, not another user's, not open to others), claiming a name (in
+ * use: refused; stale: taken over; not a socket: refused; no socket under
+ * the name before it listens), removing a dead VM's socket, and
  * each request served as a client sees it, including bad ones: unknown,
  * over-long, cut off, with or without the argument they need.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -115,6 +118,33 @@ static void test_directory_must_be_private(void **state)
 	close(fd);
 	setenv("LKVM_RUNTIME_DIR", file, 1);
 	assert_int_equal(control_dir(buf, sizeof(buf), true), -1);
+
+	/* a symlink to a private directory: refused, nothing made there */
+	{
+		char real[128], link[128], sock[160];
+
+		snprintf(real, sizeof(real), "%s/real", tmpdir);
+		snprintf(link, sizeof(link), "%s/link", tmpdir);
+		snprintf(sock, sizeof(sock), "%s/vm.sock", real);
+		assert_int_equal(mkdir(real, 0700), 0);
+		assert_int_equal(symlink(real, link), 0);
+		setenv("LKVM_RUNTIME_DIR", link, 1);
+		assert_int_equal(control_dir(buf, sizeof(buf), false), -1);
+		assert_null(control_open("vm"));
+		assert_int_equal(access(sock, F_OK), -1);
+	}
+
+	/* another user's directory, private as it may be (root can tell) */
+	if (geteuid() == 0) {
+		char other[128];
+
+		snprintf(other, sizeof(other), "%s/other", tmpdir);
+		assert_int_equal(mkdir(other, 0700), 0);
+		assert_int_equal(chown(other, 4321, 4321), 0);
+		setenv("LKVM_RUNTIME_DIR", other, 1);
+		assert_int_equal(control_dir(buf, sizeof(buf), true), -1);
+		assert_null(control_open("vm"));
+	}
 	setenv("LKVM_RUNTIME_DIR", tmpdir, 1);
 }
 
@@ -159,6 +189,26 @@ static void test_claiming_names(void **state)
 	close(fd);
 	control_close(b);
 
+	/* the socket listens before it has its name: no other name is left */
+	{
+		int entries = 0;
+		struct dirent *e;
+		DIR *d;
+
+		b = control_open("vm");
+		assert_non_null(b);
+		d = opendir(tmpdir);
+		assert_non_null(d);
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+				assert_string_equal(e->d_name, "vm.sock");
+				entries++;
+			}
+		closedir(d);
+		assert_int_equal(entries, 1);
+		control_close(b);
+	}
+
 	/* anything else in the way is left alone */
 	fd = open(path, O_CREAT | O_WRONLY, 0600);
 	assert_true(fd >= 0);
@@ -175,6 +225,36 @@ static void test_claiming_names(void **state)
 	assert_null(control_open(longest));
 	rmdir("/tmp/lkvm-ctl-test-a-directory-whose-name-is-long-enough");
 	setenv("LKVM_RUNTIME_DIR", tmpdir, 1);
+}
+
+/* What `lkvm list` and the others do with a socket nobody answers on. */
+static void test_removing_stale_sockets(void **state)
+{
+	char path[256];
+	struct control *live;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/dead.sock", tmpdir);
+	bind_stale(path);
+	assert_int_equal(control_remove_stale(path), 1);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(control_remove_stale(path), 0);	/* gone */
+
+	live = control_open("live");
+	assert_non_null(live);
+	snprintf(path, sizeof(path), "%s/live.sock", tmpdir);
+	assert_int_equal(control_remove_stale(path), 0);
+	fd = control_connect(path);
+	assert_true(fd >= 0);
+	close(fd);
+	control_close(live);
+
+	snprintf(path, sizeof(path), "%s/file.sock", tmpdir);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(control_remove_stale(path), 0);
+	assert_int_equal(access(path, F_OK), 0);
 }
 
 /* A client on its own thread while the test serves, as the main loop. */
@@ -374,6 +454,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_directory_must_be_private,
 						setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_claiming_names,
+						setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_removing_stale_sockets,
 						setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_requests,
 						setup_dir, teardown_dir),

@@ -77,6 +77,9 @@ static void test_bad_values(void **state)
 		/* settings of the other backend */
 		"mode=user,tapif=t0", "mode=user,queues=2", "mode=user,script=/x",
 		"mode=tap,hostfwd=tcp::2222-:22",
+		"mode=tap,restrict=on", "mode=tap,host_loopback=off",
+		"mode=user,restrict=yes", "mode=user,host_loopback=",
+		"mode=user,restrict=on,host_loopback=on",	/* contradicts */
 	};
 	struct net_config c;
 	unsigned int i;
@@ -116,6 +119,28 @@ static void test_hostfwd(void **state)
 	assert_int_equal(c.hostfwd[0].host_port, 8080);
 }
 
+/* -n user's reach: QEMU's by default, the host's loopback or all kept out. */
+static void test_user_reach(void **state)
+{
+	struct net_config c;
+
+	assert_int_equal(net_parse_option("user", &c), 0);
+	assert_false(c.restricted);
+	assert_int_equal(c.host_loopback, NET_HOST_LOOPBACK_DEFAULT);
+	assert_int_equal(net_parse_option("user,host_loopback=off", &c), 0);
+	assert_int_equal(c.host_loopback, NET_HOST_LOOPBACK_OFF);
+	assert_int_equal(net_parse_option("mode=user,host_loopback=on", &c), 0);
+	assert_int_equal(c.host_loopback, NET_HOST_LOOPBACK_ON);
+	assert_int_equal(net_parse_option(
+		"user,restrict=on,hostfwd=tcp::2222-:22", &c), 0);
+	assert_true(c.restricted);
+	assert_int_equal(c.nr_hostfwd, 1);
+	assert_int_equal(net_parse_option("user,restrict=on,host_loopback=off",
+					  &c), 0);
+	assert_int_equal(net_parse_option("user,restrict=off", &c), 0);
+	assert_false(c.restricted);
+}
+
 static void test_hostfwd_limit(void **state)
 {
 	char arg[1024] = "mode=user";
@@ -153,6 +178,7 @@ int main(void)
 		cmocka_unit_test(test_tap_settings),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_hostfwd),
+		cmocka_unit_test(test_user_reach),
 		cmocka_unit_test(test_hostfwd_limit),
 		cmocka_unit_test(test_default_mac),
 	};

@@ -4,6 +4,8 @@
  * device's side of its socket pair: frames in with a virtio-net header,
  * frames out. libslirp answers ARP and DHCP itself and forwards host
  * ports, so all of this runs on the host with no guest and no privileges.
+ * The guest is hostile: it writes its own frames, to the host's loopback
+ * among others, which host_loopback=off and restrict=on must keep out.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -160,16 +162,28 @@ static void test_arp_both_header_lengths(void **state)
 	net_backend_close(&be);
 }
 
-static uint16_t ip_checksum(const uint8_t *p, size_t len)
+/* Sum of 16-bit words, for the checksums' pseudo-headers and bodies. */
+static uint32_t sum16(uint32_t sum, const uint8_t *p, size_t len)
 {
-	uint32_t sum = 0;
 	size_t i;
 
-	for (i = 0; i < len; i += 2)
+	for (i = 0; i + 1 < len; i += 2)
 		sum += get16(p + i);
+	if (len & 1)
+		sum += p[len - 1] << 8;
+	return sum;
+}
+
+static uint16_t fold(uint32_t sum)
+{
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
 	return ~sum;
+}
+
+static uint16_t ip_checksum(const uint8_t *p, size_t len)
+{
+	return fold(sum16(0, p, len));
 }
 
 #define BOOTP_LEN	548	/* fixed part 236, magic 4, options 308 */
@@ -298,13 +312,14 @@ static int listen_any(uint16_t *port)
 }
 
 /*
- * DHCP offers 10.0.2.15 with the gateway and DNS aliases; then a host
- * connection to the hostfwd port (guest address left to DHCP) turns into a
- * SYN to 10.0.2.15:22 on the guest's side.
+ * Open a backend for cfg with a hostfwd rule to the guest's port 22 on a
+ * free host port, get the guest its lease (how slirp learns where it
+ * is), then connect to the port: the guest must see the SYN. The DHCP
+ * offer goes to check (when given).
  */
-static void test_dhcp_then_hostfwd(void **state)
+static void check_hostfwd(struct net_config *cfg,
+			  void (*check)(const uint8_t *f, ssize_t len))
 {
-	struct net_config cfg = { .mode = NET_MODE_USER, .nr_hostfwd = 1 };
 	struct sockaddr_in a = { .sin_family = AF_INET,
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct net_backend be;
@@ -315,15 +330,17 @@ static void test_dhcp_then_hostfwd(void **state)
 
 	/* A free port: the kernel's pick, released for slirp to take. */
 	close(listen_any(&port));
-	cfg.hostfwd[0] = (struct net_hostfwd) {
+	cfg->nr_hostfwd = 1;
+	cfg->hostfwd[0] = (struct net_hostfwd) {
 		.host_addr.s_addr = htonl(INADDR_LOOPBACK),
 		.host_port = port, .guest_port = 22,
 	};
-	open_user(&be, &cfg);
+	open_user(&be, cfg);
 	send_frame(&be, HDR, f, dhcp_discover(f));
 	n = recv_matching(&be, buf, sizeof(buf), is_dhcp_reply);
 	assert_true(n > 0);
-	check_dhcp_offer(buf + HDR, n - HDR);
+	if (check)
+		check(buf + HDR, n - HDR);
 
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	a.sin_port = htons(port);
@@ -332,6 +349,18 @@ static void test_dhcp_then_hostfwd(void **state)
 		    0);
 	close(fd);
 	net_backend_close(&be);
+}
+
+/*
+ * DHCP offers 10.0.2.15 with the gateway and DNS aliases; then a host
+ * connection to the hostfwd port (guest address left to DHCP) turns into a
+ * SYN to 10.0.2.15:22 on the guest's side.
+ */
+static void test_dhcp_then_hostfwd(void **state)
+{
+	struct net_config cfg = { .mode = NET_MODE_USER };
+
+	check_hostfwd(&cfg, check_dhcp_offer);
 }
 
 static void test_hostfwd_port_busy(void **state)
@@ -351,6 +380,166 @@ static void test_hostfwd_port_busy(void **state)
 	log_threshold = saved;
 	assert_null(be.ops);
 	close(busy);
+}
+
+/* An Ethernet header from the guest, to libslirp (which reads no MAC). */
+static void put_eth(uint8_t *f, uint16_t type)
+{
+	memset(f, 0x52, 6);
+	memcpy(f + 6, guest_mac, 6);
+	put16(f + 12, type);
+}
+
+/* A bare SYN from the guest's port 40000 to dport, summed with pseudo. */
+static void put_syn(uint8_t *tcp, uint16_t dport, uint32_t pseudo)
+{
+	memset(tcp, 0, 20);
+	put16(tcp, 40000);
+	put16(tcp + 2, dport);
+	tcp[7] = 1;			/* seq 1 */
+	tcp[12] = 5 << 4;		/* no options */
+	tcp[13] = 0x02;			/* SYN */
+	put16(tcp + 14, 65535);
+	put16(tcp + 16, fold(sum16(pseudo + 6 + 20, tcp, 20)));
+}
+
+/*
+ * The SYN a guest that writes its own frames sends to dst:dport over
+ * IPv4, with every checksum right, as libslirp checks them.
+ */
+static size_t syn4(uint8_t *f, const char *dst, uint16_t dport)
+{
+	uint8_t *iph = f + 14;
+	uint32_t src = ip("10.0.2.15"), d = ip(dst);
+
+	put_eth(f, 0x0800);
+	memset(iph, 0, 20);
+	iph[0] = 0x45;
+	put16(iph + 2, 40);
+	iph[8] = 64;
+	iph[9] = 6;
+	memcpy(iph + 12, &src, 4);
+	memcpy(iph + 16, &d, 4);
+	put16(iph + 10, ip_checksum(iph, 20));
+	put_syn(iph + 20, dport, sum16(0, iph + 12, 8));
+	return 14 + 20 + 20;
+}
+
+/* The same over IPv6, from fec0::15. */
+static size_t syn6(uint8_t *f, const char *dst, uint16_t dport)
+{
+	uint8_t *iph = f + 14;
+
+	put_eth(f, 0x86dd);
+	memset(iph, 0, 40);
+	iph[0] = 0x60;
+	put16(iph + 4, 20);
+	iph[6] = 6;
+	iph[7] = 64;
+	assert_int_equal(inet_pton(AF_INET6, "fec0::15", iph + 8), 1);
+	assert_int_equal(inet_pton(AF_INET6, dst, iph + 24), 1);
+	put_syn(iph + 40, dport, sum16(0, iph + 8, 32));
+	return 14 + 40 + 20;
+}
+
+/* A listener on the host's ::1 with a kernel-chosen port. */
+static int listen_any6(uint16_t *port)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6,
+				  .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	socklen_t alen = sizeof(a);
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	assert_true(fd >= 0);
+	setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, alen), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	*port = ntohs(a.sin6_port);
+	return fd;
+}
+
+/* Did libslirp connect to the listener (within 1.5 s)? Takes it if so. */
+static bool reached(int lfd)
+{
+	struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+	int fd;
+
+	if (poll(&pfd, 1, 1500) <= 0)
+		return false;
+	fd = accept(lfd, NULL, NULL);
+	assert_true(fd >= 0);
+	close(fd);
+	return true;
+}
+
+/*
+ * What the guest reaches of services on the host's loopback: through the
+ * gateway alias 10.0.2.2, and addressed to the loopback itself (127.0.0.1,
+ * 0.0.0.0, ::1, ::ffff:127.0.0.1), as a guest that writes its own frames
+ * may. By default as QEMU: the alias does; host_loopback=off and
+ * restrict=on: nothing does.
+ */
+static void check_loopback_reach(const struct net_config *cfg, bool want)
+{
+	static const char *const v4[] = { "10.0.2.2", "127.0.0.1", "0.0.0.0" };
+	static const char *const v6[] = { "::1", "::ffff:127.0.0.1" };
+	struct net_config c = *cfg;
+	struct net_backend be;
+	uint8_t f[128];
+	uint16_t port, port6;
+	int lfd = listen_any(&port), lfd6 = listen_any6(&port6);
+	unsigned int i;
+
+	open_user(&be, &c);
+	for (i = 0; i < ARRAY_SIZE(v4); i++) {
+		send_frame(&be, HDR, f, syn4(f, v4[i], port));
+		if (reached(lfd) != want)
+			fail_msg("%s:%u: %s", v4[i], port,
+				 want ? "not reached" : "reached");
+	}
+	for (i = 0; i < ARRAY_SIZE(v6); i++) {
+		/* a mapped address is IPv4's listener's */
+		bool mapped = strchr(v6[i], '.') != NULL;
+
+		send_frame(&be, HDR, f, syn6(f, v6[i], mapped ? port : port6));
+		if (reached(mapped ? lfd : lfd6) != want)
+			fail_msg("[%s]:%u: %s", v6[i], mapped ? port : port6,
+				 want ? "not reached" : "reached");
+	}
+	net_backend_close(&be);
+	close(lfd);
+	close(lfd6);
+}
+
+static void test_loopback_by_default(void **state)
+{
+	struct net_config cfg = { .mode = NET_MODE_USER };
+
+	check_loopback_reach(&cfg, true);
+}
+
+static void test_host_loopback_off(void **state)
+{
+	struct net_config cfg = { .mode = NET_MODE_USER,
+				  .host_loopback = NET_HOST_LOOPBACK_OFF };
+	enum log_level saved = log_threshold;
+
+	log_threshold = LOG_ERROR;	/* the drop is said once */
+	check_loopback_reach(&cfg, false);
+	log_threshold = saved;
+}
+
+/* restrict=on: nothing of the host, yet hostfwd still comes in. */
+static void test_restrict_keeps_hostfwd(void **state)
+{
+	struct net_config cfg = { .mode = NET_MODE_USER, .restricted = true };
+	enum log_level saved = log_threshold;
+
+	log_threshold = LOG_ERROR;
+	check_loopback_reach(&cfg, false);
+	log_threshold = saved;
+	check_hostfwd(&cfg, NULL);
 }
 
 #define FILL_MAX	100000	/* far more than the socket buffers hold */
@@ -457,6 +646,9 @@ int main(void)
 		cmocka_unit_test(test_arp_both_header_lengths),
 		cmocka_unit_test(test_dhcp_then_hostfwd),
 		cmocka_unit_test(test_hostfwd_port_busy),
+		cmocka_unit_test(test_loopback_by_default),
+		cmocka_unit_test(test_host_loopback_off),
+		cmocka_unit_test(test_restrict_keeps_hostfwd),
 		cmocka_unit_test(test_backpressure_drops_nothing),
 		cmocka_unit_test(test_deaf_guest_keeps_sending),
 		cmocka_unit_test(test_close_while_waiting),
