@@ -82,9 +82,9 @@ bool disk_aio_prep_rw(struct disk_aio *aio, const struct iovec *iov, int n,
 	if (!sqe)
 		return false;
 	if (write)
-		io_uring_prep_writev(sqe, aio->disk->fd, iov, n, offset);
+		io_uring_prep_writev(sqe, aio->disk->file.fd, iov, n, offset);
 	else
-		io_uring_prep_readv(sqe, aio->disk->fd, iov, n, offset);
+		io_uring_prep_readv(sqe, aio->disk->file.fd, iov, n, offset);
 	disk_aio_sqe_finish(sqe, tag, 0);
 	return true;
 }
@@ -95,7 +95,7 @@ bool disk_aio_prep_flush(struct disk_aio *aio, uint64_t tag)
 
 	if (!sqe)
 		return false;
-	io_uring_prep_fsync(sqe, aio->disk->fd, IORING_FSYNC_DATASYNC);
+	io_uring_prep_fsync(sqe, aio->disk->file.fd, IORING_FSYNC_DATASYNC);
 	/* FLUSH covers the writes before it: let them finish first */
 	disk_aio_sqe_finish(sqe, tag, IOSQE_IO_DRAIN);
 	return true;

@@ -16,6 +16,7 @@
  */
 #include <linux/virtio_blk.h>
 #include <pthread.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,7 +160,8 @@ int main(int argc, char **argv)
 		.custom_transport = &ring_driver_transport,
 		.custom_transport_priv = &b.rd,
 	};
-	struct disk_config disk_cfg;
+	char disk_buf[PATH_MAX];
+	struct disk_params disk_cfg;
 	struct virtio_blk *blk;
 	struct disk disk;
 	struct vm_config cfg = { .nr_cpus = 1 };
@@ -182,11 +184,11 @@ int main(int argc, char **argv)
 	}
 	if (vm_init(&vm, &cfg) || ring_driver_init(&b.rd, &vm, MEM_SIZE, -1))
 		return 1;
-	if (disk_parse_option(argv[1], &disk_cfg) ||
+	if (disk_parse_option(argv[1], &disk_cfg, disk_buf, sizeof(disk_buf),
+			      NULL) ||
 	    disk_open(&disk, &disk_cfg))
 		return 1;
 	opts.disk = &disk;
-	opts.aio = disk_cfg.aio;
 	blk = virtio_blk_create(&vm, &opts);
 	if (!blk)
 		return 1;

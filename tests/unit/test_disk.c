@@ -28,7 +28,7 @@ struct fixture {
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	struct disk_config cfg = { 0 };
+	struct disk_params cfg = { 0 };
 	int fd;
 
 	assert_non_null(f);
@@ -65,7 +65,7 @@ static void assert_zeroed(struct fixture *f, off_t off, size_t len)
 	uint8_t buf[3 * 4096];
 
 	assert_true(off >= 4096 && len <= 4096);
-	assert_int_equal(pread(f->disk.fd, buf, sizeof(buf), off - 4096),
+	assert_int_equal(pread(f->disk.file.fd, buf, sizeof(buf), off - 4096),
 			 sizeof(buf));
 	for (size_t i = 0; i < sizeof(buf); i++) {
 		bool inside = i >= 4096 && i < 4096 + len;

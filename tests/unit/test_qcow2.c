@@ -58,16 +58,16 @@ static const char *path(const char *name)
 
 static void open_disk(struct disk *d, const char *name, bool ro)
 {
-	struct disk_config cfg = { 0 };
+	struct disk_params cfg = { 0 };
 
 	cfg.path = path(name);
 	cfg.readonly = ro;
 	assert_int_equal(disk_open(d, &cfg), 0);
 }
 
-static int open_fails(const char *name, enum disk_format format, bool direct)
+static int open_fails(const char *name, enum disk_format_id format, bool direct)
 {
-	struct disk_config cfg = { .format = format, .direct = direct };
+	struct disk_params cfg = { .format = format, .direct = direct };
 	struct disk d;
 
 	cfg.path = path(name);
@@ -311,7 +311,7 @@ static void test_sigkill_mid_writes(void **state)
 		pid = fork();
 		assert_true(pid >= 0);
 		if (!pid) {
-			struct disk_config cfg = { 0 };
+			struct disk_params cfg = { 0 };
 			static uint8_t buf[64 * 1024];
 			struct disk d;
 			uint64_t off;
@@ -361,7 +361,7 @@ static void test_corrupt_images(void **state)
 
 	log_threshold = LOG_SILENT;
 	for (round = 0; round < 300; round++) {
-		struct disk_config cfg = { 0 };
+		struct disk_params cfg = { 0 };
 		struct iovec iov = { buf, sizeof(buf) };
 		struct disk d;
 		unsigned int i, flips = 1 + rand_r(&seed) % 8;
