@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lkvm/disk.h"
+#include "lkvm/disk_aio.h"
 #include "lkvm/util.h"
 #include "format.h"
 
@@ -129,9 +130,36 @@ fail:
 	return -1;
 }
 
+/*
+ * io_uring only where its rings can be confined (lkvm/disk_aio.h): on an
+ * older kernel the disk is served one request at a time, with a note, or
+ * refused when aio=io_uring insists. Where io_uring is refused outright
+ * the device finds out itself (and says so).
+ */
+static int pick_engine(struct disk *disk)
+{
+	if (disk->aio == DISK_AIO_SYNC || disk_aio_check() != -EOPNOTSUPP)
+		return 0;
+	if (disk->aio == DISK_AIO_URING) {
+		pr_err("disk '%s': aio=io_uring: this kernel cannot restrict io_uring rings (Linux 5.10 can)",
+		       disk->path);
+		return -1;
+	}
+	pr_info("disk '%s': this kernel cannot restrict io_uring rings: one request at a time",
+		disk->path);
+	disk->aio = DISK_AIO_SYNC;
+	return 0;
+}
+
 int disk_open(struct disk *disk, const struct disk_params *p)
 {
-	return open_chain(disk, p, 0);
+	if (open_chain(disk, p, 0))
+		return -1;
+	if (pick_engine(disk)) {
+		disk_close(disk);
+		return -1;
+	}
+	return 0;
 }
 
 void disk_close(struct disk *disk)

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -68,11 +69,16 @@ static unsigned int file_direct_alignment(struct disk_file *f)
 	return 512;	/* the logical block size nearly every disk has */
 }
 
+static int file_flags(bool readonly, bool direct)
+{
+	return (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC |
+	       (direct ? O_DIRECT : 0);
+}
+
 int disk_file_open(struct disk_file *f, const char *path, bool readonly,
 		   bool direct)
 {
-	int flags = (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC |
-		    (direct ? O_DIRECT : 0);
+	int flags = file_flags(readonly, direct);
 	struct stat st;
 
 	memset(f, 0, sizeof(*f));
@@ -94,6 +100,27 @@ int disk_file_open(struct disk_file *f, const char *path, bool readonly,
 		f->align = file_direct_alignment(f);
 	f->nowait_read = f->nowait_write = !direct;
 	return 0;
+}
+
+int disk_file_reopen(const struct disk_file *f)
+{
+	int flags = file_flags(f->readonly, f->direct);
+	char self[32];
+	struct stat st;
+	int fd;
+
+	/* through our own fd, so that no rename or symlink can come between */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", f->fd);
+	fd = open(self, flags);
+	if (fd < 0)
+		fd = open(f->path, flags);	/* no /proc: checked below */
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_dev != f->dev || st.st_ino != f->ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
 }
 
 void disk_file_close(struct disk_file *f)

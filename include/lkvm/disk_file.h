@@ -43,6 +43,12 @@ struct disk_file {
 int disk_file_open(struct disk_file *f, const char *path, bool readonly,
 		   bool direct);
 void disk_file_close(struct disk_file *f);
+/*
+ * The same file again, as an open file description of its own that holds
+ * no lock (for an io_uring's fixed file, which outlives the process by
+ * the kernel's teardown of the ring: the image's lock must not); -errno.
+ */
+int disk_file_reopen(const struct disk_file *f);
 
 /*
  * The first bytes of the file into buf (aligned for O_DIRECT, at least
