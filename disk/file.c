@@ -38,9 +38,10 @@ static int file_lock(struct disk_file *f)
 	return -1;
 }
 
-static int file_get_size(struct disk_file *f, const struct stat *st)
+static int file_get_size(struct disk_file *f, const struct stat *st,
+			 bool regular)
 {
-	if (S_ISBLK(st->st_mode)) {
+	if (S_ISBLK(st->st_mode) && !regular) {
 		f->is_block_device = true;
 		if (ioctl(f->fd, BLKGETSIZE64, &f->size) < 0) {
 			pr_err("cannot get the size of '%s': %s", f->path,
@@ -50,8 +51,8 @@ static int file_get_size(struct disk_file *f, const struct stat *st)
 		return 0;
 	}
 	if (!S_ISREG(st->st_mode)) {
-		pr_err("disk '%s' is neither a file nor a block device",
-		       f->path);
+		pr_err("disk '%s' is %s", f->path, regular ?
+		       "not a regular file" : "neither a file nor a block device");
 		return -1;
 	}
 	f->size = st->st_size;
@@ -75,30 +76,33 @@ static int file_flags(bool readonly, bool direct)
 	       (direct ? O_DIRECT : 0);
 }
 
-int disk_file_open(struct disk_file *f, const char *path, bool readonly,
-		   bool direct)
+int disk_file_open(struct disk_file *f, const char *path, unsigned int how)
 {
-	int flags = file_flags(readonly, direct);
+	bool regular = how & DISK_FILE_REGULAR;
+	int flags = file_flags(how & DISK_FILE_READONLY, how & DISK_FILE_DIRECT);
 	struct stat st;
 
 	memset(f, 0, sizeof(*f));
 	f->path = path;
-	f->readonly = readonly;
-	f->fd = open(path, flags);
+	f->readonly = how & DISK_FILE_READONLY;
+	f->direct = how & DISK_FILE_DIRECT;
+	f->fd = open(path, flags | (regular ? O_NONBLOCK | O_NOFOLLOW : 0));
 	if (f->fd < 0) {
 		pr_err("cannot open disk '%s': %s", path, strerror(errno));
 		return -1;
 	}
-	f->direct = direct;
-	if (fstat(f->fd, &st) < 0 || file_get_size(f, &st) || file_lock(f)) {
+	/* a regular file is what it was opened to be: blocking I/O again */
+	if (fstat(f->fd, &st) < 0 || file_get_size(f, &st, regular) ||
+	    (regular && fcntl(f->fd, F_SETFL, flags & ~O_CLOEXEC)) ||
+	    file_lock(f)) {
 		disk_file_close(f);
 		return -1;
 	}
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
-	if (direct)
+	if (f->direct)
 		f->align = file_direct_alignment(f);
-	f->nowait_read = f->nowait_write = !direct;
+	f->nowait_read = f->nowait_write = !f->direct;
 	return 0;
 }
 
@@ -130,23 +134,14 @@ void disk_file_close(struct disk_file *f)
 	f->fd = -1;
 }
 
-ssize_t disk_file_read_head(struct disk_file *f, uint8_t *buf)
+ssize_t disk_file_read_head(struct disk_file *f, struct disk_file_head *h)
 {
-	/* a whole aligned block: the file may be open O_DIRECT */
-	uint8_t *block = aligned_alloc(DISK_FILE_HEAD, DISK_FILE_HEAD);
 	ssize_t n;
 
-	if (!block)
-		return -ENOMEM;
 	do {
-		n = pread(f->fd, block, DISK_FILE_HEAD, 0);
+		n = pread(f->fd, h->b, sizeof(h->b), 0);
 	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		n = -errno;
-	else
-		memcpy(buf, block, n);
-	free(block);
-	return n;
+	return n < 0 ? -errno : n;
 }
 
 int disk_iov_advance(struct iovec **iov, int *iovcnt, size_t done)

@@ -26,16 +26,25 @@
  * A backing file the format wants under it: the layer opens it (read-only,
  * one level further down the chain) into *disk, which the format owns,
  * once the format's open() is done, and closes it before the format's
- * close().
+ * close(). Its format is the one the image names, never probed (raw when
+ * it names none); where it lies is checked (disk_backing_path()).
  */
 struct disk_backing {
 	struct disk *disk;		/* NULL: none */
-	const char *path;		/* the format keeps the string */
+	const char *name;		/* as the image has it; the format's */
+	const char *format;		/* the image's word for it; NULL: raw */
 };
 
 /* What the layer tells a format's open(), and what it hears back. */
 struct disk_open_ctx {
 	unsigned int depth;		/* 0: the image the user named */
+	/*
+	 * The image was probed (no format=) and found to be this format:
+	 * it must not come to look like any of these others (their probes),
+	 * or its next open would take it for one.
+	 */
+	const struct disk_format *const *guard;
+	unsigned int nr_guard;
 	struct disk_backing backing;	/* filled by open() */
 };
 
@@ -73,5 +82,13 @@ extern const struct disk_format disk_qcow2_format;
 
 /* format=WORD: 0 and *id, or -1 for a word that names no format. */
 int disk_format_parse(const char *s, size_t n, enum disk_format_id *id);
+/*
+ * The backing file `name` of the image at `image`, resolved; refused with
+ * one line naming both unless it lies inside the image's directory or
+ * inside allowed_dir (resolved; NULL: none), and is a regular file of a
+ * file system of files. malloc'd; NULL when refused.
+ */
+char *disk_backing_path(const char *image, const char *name,
+			const char *allowed_dir);
 
 #endif

@@ -5,6 +5,7 @@
  * disk goes into (poll=) are its caller's (struct disk_option_extra), so
  * that the disk layer needs nothing of virtio.
  */
+#include <limits.h>
 #include <string.h>
 
 #include "lkvm/disk.h"
@@ -22,9 +23,28 @@ static int parse_aio(const char *s, size_t n, enum disk_aio_mode *mode)
 	return 0;
 }
 
+/* Where the parsed strings go: buf, past what is there already. */
+struct strings {
+	char *next;
+	size_t room;
+};
+
+static const char *keep(struct strings *s, const char *str, size_t n)
+{
+	char *kept = s->next;
+
+	if (n >= s->room || n >= PATH_MAX)
+		return NULL;
+	memcpy(kept, str, n);
+	kept[n] = '\0';
+	s->next += n + 1;
+	s->room -= n + 1;
+	return kept;
+}
+
 /* 0 taken, -1 refused (said so), 1 not a disk key. */
 static int parse_key(const char *arg, const char *key, size_t n,
-		     struct disk_params *p)
+		     struct disk_params *p, struct strings *s)
 {
 	if (n == 2 && !strncmp(key, "ro", 2)) {
 		p->readonly = true;
@@ -33,6 +53,12 @@ static int parse_key(const char *arg, const char *key, size_t n,
 	} else if (n > 7 && !strncmp(key, "format=", 7)) {
 		if (disk_format_parse(key + 7, n - 7, &p->format)) {
 			pr_err("-d '%s': format must be raw or qcow2", arg);
+			return -1;
+		}
+	} else if (n > 12 && !strncmp(key, "backing-dir=", 12)) {
+		p->backing_dir = keep(s, key + 12, n - 12);
+		if (!p->backing_dir) {
+			pr_err("-d '%s': too long a backing-dir", arg);
 			return -1;
 		}
 	} else if (n > 4 && !strncmp(key, "aio=", 4)) {
@@ -51,26 +77,25 @@ int disk_parse_option(const char *arg, struct disk_params *p, char *buf,
 {
 	const char *opt = strchr(arg, ',');
 	size_t len = opt ? (size_t)(opt - arg) : strlen(arg);
+	struct strings s = { buf, size };
 
 	memset(p, 0, sizeof(*p));
-	if (!len || len >= size) {
+	p->path = len ? keep(&s, arg, len) : NULL;
+	if (!p->path) {
 		pr_err("-d '%s': %s image path", arg, len ? "too long an" : "no");
 		return -1;
 	}
-	memcpy(buf, arg, len);
-	buf[len] = '\0';
-	p->path = buf;
 	while (opt) {
 		const char *key = opt + 1, *next = strchr(key, ',');
 		size_t n = next ? (size_t)(next - key) : strlen(key);
-		int ret = parse_key(arg, key, n, p);
+		int ret = parse_key(arg, key, n, p, &s);
 
 		if (ret > 0 && extra)
 			ret = extra->parse(extra->opaque, arg, key, n);
 		if (ret < 0)
 			return -1;
 		if (ret > 0) {
-			pr_err("-d '%s': unknown disk option '%.*s' (ro, direct, %s%saio=, format=)",
+			pr_err("-d '%s': unknown disk option '%.*s' (ro, direct, %s%saio=, format=, backing-dir=)",
 			       arg, (int)n, key, extra ? extra->keys : "",
 			       extra ? ", " : "");
 			return -1;

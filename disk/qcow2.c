@@ -37,6 +37,9 @@
 #define QCOW2_MAX_L1_BYTES	(32U << 20)
 #define QCOW2_L2_CACHE		16		/* tables kept in memory */
 #define QCOW2_BACKING_MAX	1023
+#define QCOW2_V2_HEADER		72		/* bytes; v3 says its own */
+#define QCOW2_EXT_END		0
+#define QCOW2_EXT_BACKING_FMT	0xe2792acaU
 
 #define INCOMPAT_DIRTY		(1ULL << 0)
 #define INCOMPAT_CORRUPT	(1ULL << 1)
@@ -103,7 +106,8 @@ struct qcow2 {
 	uint8_t *zeroes;		/* a cluster of them, never written */
 	uint8_t *refblock_buf;		/* a new refcount block */
 	struct disk backing;		/* file.fd < 0: none; the layer's */
-	char backing_path[4096];
+	char backing_name[QCOW2_BACKING_MAX + 1];
+	char backing_format[16];	/* "": the header names none */
 };
 
 /* Does the file start with the qcow2 magic? */
@@ -223,27 +227,50 @@ static int load_table(struct qcow2 *q, uint64_t **table, uint64_t entries,
 	return 0;
 }
 
-/* The backing file's name, next to the image unless absolute. */
+/* The backing file's name, as the header has it (the layer finds it). */
 static int backing_name(struct qcow2 *q, const struct qcow2_header *h)
 {
 	uint64_t off = be64toh(h->backing_file_offset);
 	uint32_t len = be32toh(h->backing_file_size);
-	char name[QCOW2_BACKING_MAX + 1] = "";
-	const char *slash;
-	int dir;
 
 	if (!off)
 		return 0;
 	if (!len || len > QCOW2_BACKING_MAX ||
-	    file_rw(q->fd, name, len, off, false))
+	    file_rw(q->fd, q->backing_name, len, off, false))
 		return qcow2_err(q, "qcow2 backing file name is corrupt");
-	name[len] = 0;
-	slash = strrchr(q->path, '/');
-	dir = name[0] == '/' || !slash ? 0 : (int)(slash - q->path + 1);
-	if ((size_t)snprintf(q->backing_path, sizeof(q->backing_path), "%.*s%s",
-			     dir, q->path, name) >= sizeof(q->backing_path))
-		return qcow2_err(q, "qcow2 backing file name too long");
+	q->backing_name[len] = 0;
 	return 1;
+}
+
+/*
+ * The backing file's format, from the header extension that names it
+ * (the extensions follow the header, within its cluster); none: "".
+ */
+static int backing_format(struct qcow2 *q, const struct qcow2_header *h)
+{
+	uint64_t off = q->version == 3 ? be32toh(h->header_length)
+				       : QCOW2_V2_HEADER;
+	uint32_t ext[2], len;
+
+	while (off + sizeof(ext) <= q->cluster_size) {
+		if (file_rw(q->fd, ext, sizeof(ext), off, false))
+			return qcow2_err(q, "cannot read the qcow2 header extensions");
+		len = be32toh(ext[1]);
+		off += sizeof(ext);
+		if (be32toh(ext[0]) == QCOW2_EXT_END)
+			return 0;
+		if (len > q->cluster_size - off)
+			return qcow2_err(q, "qcow2 header extension is corrupt");
+		if (be32toh(ext[0]) == QCOW2_EXT_BACKING_FMT) {
+			if (!len || len >= sizeof(q->backing_format) ||
+			    file_rw(q->fd, q->backing_format, len, off, false))
+				return qcow2_err(q, "qcow2 backing file format is corrupt or unknown");
+			q->backing_format[len] = 0;
+			return 0;
+		}
+		off += ALIGN_UP((uint64_t)len, 8);
+	}
+	return 0;
 }
 
 /*
@@ -314,11 +341,12 @@ static int qcow2_open(struct disk *disk, struct disk_open_ctx *ctx)
 	}
 	q->next_free = first_free(q, st.st_size);
 	ret = backing_name(q, &h);
-	if (ret < 0)
+	if (ret < 0 || (ret > 0 && backing_format(q, &h)))
 		goto fail;
 	if (ret > 0)
 		ctx->backing = (struct disk_backing) {
-			.disk = &q->backing, .path = q->backing_path,
+			.disk = &q->backing, .name = q->backing_name,
+			.format = q->backing_format[0] ? q->backing_format : NULL,
 		};
 	return 0;
 fail:

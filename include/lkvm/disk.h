@@ -40,6 +40,11 @@ enum disk_format_id {
 /* What a disk is opened from (-d's own part of it, or a test's). */
 struct disk_params {
 	const char *path;
+	/*
+	 * backing-dir=: backing files may come from there too, not only from
+	 * the directory of the image that names them. NULL: none.
+	 */
+	const char *backing_dir;
 	bool readonly;
 	bool direct;			/* O_DIRECT: bypass the host page cache */
 	enum disk_aio_mode aio;		/* aio= */
@@ -57,6 +62,7 @@ struct disk {
 	void *fmt_state;		/* the format's (qcow2's tables) */
 	struct disk *backing;		/* in fmt_state; the layer opens it */
 	const char *path;
+	char *own_path;			/* a backing file's: path, resolved */
 	uint64_t size;			/* what the guest sees, bytes */
 	bool readonly;
 	enum disk_aio_mode aio;
@@ -76,9 +82,9 @@ struct disk_option_extra {
 };
 
 /*
- * Parse "PATH[,ro][,direct][,aio=io_uring|sync][,format=raw|qcow2]" and
- * the extra keys into *p, its strings kept in buf; -1 with a message when
- * malformed. extra may be NULL.
+ * Parse "PATH[,ro][,direct][,aio=io_uring|sync][,format=raw|qcow2]
+ * [,backing-dir=DIR]" and the extra keys into *p, its strings kept in buf;
+ * -1 with a message when malformed. extra may be NULL.
  */
 int disk_parse_option(const char *arg, struct disk_params *p, char *buf,
 		      size_t size, const struct disk_option_extra *extra);

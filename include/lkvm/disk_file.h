@@ -39,9 +39,14 @@ struct disk_file {
 	bool nowait_read, nowait_write;
 };
 
+#define DISK_FILE_READONLY	(1u << 0)
+#define DISK_FILE_DIRECT	(1u << 1)	/* O_DIRECT */
+/* A regular file only (a backing file): opened without blocking on a
+ * FIFO or following a symbolic link. */
+#define DISK_FILE_REGULAR	(1u << 2)
+
 /* Open, check (a file or a block device) and lock; -1 with one line. */
-int disk_file_open(struct disk_file *f, const char *path, bool readonly,
-		   bool direct);
+int disk_file_open(struct disk_file *f, const char *path, unsigned int how);
 void disk_file_close(struct disk_file *f);
 /*
  * The same file again, as an open file description of its own that holds
@@ -51,11 +56,15 @@ void disk_file_close(struct disk_file *f);
 int disk_file_reopen(const struct disk_file *f);
 
 /*
- * The first bytes of the file into buf (aligned for O_DIRECT, at least
- * DISK_FILE_HEAD bytes): how many there are, or -errno.
+ * The first DISK_FILE_HEAD bytes of the file, or as many as there are,
+ * into a disk_file_head (aligned for O_DIRECT; no allocation: I/O threads
+ * may not make the calls malloc may make): how many, or -errno.
  */
 #define DISK_FILE_HEAD	4096
-ssize_t disk_file_read_head(struct disk_file *f, uint8_t *buf);
+struct disk_file_head {
+	uint8_t b[DISK_FILE_HEAD];
+} __attribute__((aligned(DISK_FILE_HEAD)));
+ssize_t disk_file_read_head(struct disk_file *f, struct disk_file_head *h);
 
 /* Whole transfers (short I/O is retried); -errno on failure. */
 int disk_file_rw(struct disk_file *f, const struct iovec *iov, int iovcnt,

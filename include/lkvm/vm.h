@@ -39,7 +39,7 @@
 struct disk_config {
 	struct disk_params disk;	/* how the image is opened */
 	enum virtio_poll_mode poll;	/* poll=; VIRTIO_POLL_UNSET: --poll's */
-	char buf[PATH_MAX];
+	char buf[2 * PATH_MAX];		/* the path, backing-dir= */
 };
 
 /* --9p HOSTDIR,TAG[,ro]: a host directory the guest mounts by its tag. */

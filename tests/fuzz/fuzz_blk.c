@@ -86,8 +86,10 @@ static uint8_t pattern_byte(uint64_t off)
 
 static void make_dev(struct dev *d, bool direct, bool readonly)
 {
+	/* format=raw: the model lets the guest write anything to sector 0 */
 	struct disk_params dc = { .direct = direct, .readonly = readonly,
-				  .aio = DISK_AIO_SYNC };
+				  .aio = DISK_AIO_SYNC,
+				  .format = DISK_FORMAT_RAW };
 	/*
 	 * Synchronous requests: the model expects every chain used, in
 	 * order, by the time the notify returns. The io_uring path takes
