@@ -103,12 +103,13 @@ void cli_usage_run(void)
 "                        mapped to end at 1 MiB and 4 GiB; starts at the\n"
 "                        reset vector in real mode\n"
 "  -d, --disk PATH[,ro][,direct][,poll=MODE][,aio=io_uring|sync]\n"
-"            [,format=raw|qcow2]\n"
+"            [,format=raw|qcow2][,backing-dir=DIR]\n"
 "                        a virtio-blk disk: raw or qcow2 image (found from\n"
 "                        its header), or block device; locked while in\n"
 "                        use; repeatable (up to %d); aio: io_uring\n"
 "                        (default where the kernel has it) or sync (one\n"
-"                        request at a time)\n"
+"                        request at a time); a qcow2's backing files must\n"
+"                        lie in its own directory or in DIR\n"
 "  -n, --network mode=tap|user|none[,guest_mac=XX:XX:XX:XX:XX:XX]...\n"
 "                        a virtio-net card; MAC stable per --name unless\n"
 "                        given; '-n tap', '-n user,...' for short;\n"
@@ -444,6 +445,30 @@ static int add_root_dir(const char *arg, struct vm_config *cfg)
 	return 0;
 }
 
+/* -d's poll=, the device's key among the disk's. */
+static int disk_poll_key(void *opaque, const char *arg, const char *key,
+			 size_t n)
+{
+	struct disk_config *d = opaque;
+
+	if (n <= 5 || strncmp(key, "poll=", 5))
+		return 1;
+	if (!virtio_poll_parse_mode(key + 5, n - 5, &d->poll))
+		return 0;
+	pr_err("-d '%s': poll must be off, auto or on", arg);
+	return -1;
+}
+
+static int add_disk(const char *arg, struct disk_config *d)
+{
+	struct disk_option_extra poll = {
+		.keys = "poll=", .parse = disk_poll_key, .opaque = d,
+	};
+
+	d->poll = VIRTIO_POLL_UNSET;
+	return disk_parse_option(arg, &d->disk, d->buf, sizeof(d->buf), &poll);
+}
+
 /* The kernel (or guest/init, for a kernel with 9p as modules) mounts it. */
 static int join_root_params(struct vm_config *cfg)
 {
@@ -556,7 +581,7 @@ static int parse_option(int opt, struct vm_config *cfg)
 			pr_err("-d: at most %d disks", LKVM_MAX_DISKS);
 			return -1;
 		}
-		return disk_parse_option(optarg, &cfg->disks[cfg->nr_disks++]);
+		return add_disk(optarg, &cfg->disks[cfg->nr_disks++]);
 	case OPT_TRANSPORT:
 		c = parse_choice("--virtio-transport", optarg, transport_words,
 				 ARRAY_SIZE(transport_words));

@@ -168,7 +168,6 @@ int devices_create(struct vm *vm, struct vm_inputs *in)
 			.nr_queues = MIN(cfg->nr_cpus, (unsigned int)VIRTIO_MAX_QUEUES - 1),
 			.use_ioeventfd = !cfg->no_ioeventfd,
 			.poll = device_poll(cfg, cfg->disks[i].poll),
-			.aio = cfg->disks[i].aio,
 			.pool = devices_pool(d),
 		};
 
@@ -266,7 +265,7 @@ void devices_report_unused(struct vm *vm)
 	for (i = 0; i < d->nr_blk; i++)
 		if (!virtio_blk_device(d->blk[i])->driver_seen) {
 			snprintf(what, sizeof(what), "the virtio-blk disk '%s'",
-				 vm->cfg->disks[i].path);
+				 vm->cfg->disks[i].disk.path);
 			report_unused(vm, &doc, what, "CONFIG_VIRTIO_BLK",
 				      "virtio_blk");
 		}

@@ -21,7 +21,7 @@ static int inputs_open_disks(struct vm_inputs *in, const struct vm_config *cfg)
 	unsigned int i;
 
 	for (i = 0; i < cfg->nr_disks; i++) {
-		if (disk_open(&in->disks[i], &cfg->disks[i]))
+		if (disk_open(&in->disks[i], &cfg->disks[i].disk))
 			return -1;
 		in->nr_disks++;
 	}
@@ -109,9 +109,7 @@ int vm_inputs_open(struct vm_inputs *in, const struct vm_config *cfg)
 	struct guest_open o = { .in = in, .cfg = cfg };
 	unsigned int i;
 
-	memset(in, 0, sizeof(*in));
-	for (i = 0; i < LKVM_MAX_DISKS; i++)
-		in->disks[i].fd = -1;
+	memset(in, 0, sizeof(*in));	/* disks: none open */
 	for (i = 0; i < LKVM_MAX_SHARES; i++)
 		in->share_fds[i] = -1;
 	/* The parsers read the mapped kernel file: see file_map.h. */

@@ -344,8 +344,8 @@ static int allow_disks(const struct vm_config *cfg)
 	unsigned int i;
 
 	for (i = 0; i < cfg->nr_disks; i++)
-		if (allow_path(cfg->disks[i].path, FS(READ_FILE) |
-			       (cfg->disks[i].readonly ? 0 : FS(WRITE_FILE)),
+		if (allow_path(cfg->disks[i].disk.path, FS(READ_FILE) |
+			       (cfg->disks[i].disk.readonly ? 0 : FS(WRITE_FILE)),
 			       false))
 			return -1;
 	return 0;

@@ -1,7 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * qcow2 images: see lkvm/qcow2.h. Layout facts from QEMU's
- * docs/interop/qcow2.txt; nothing here knows about virtio.
+ * qcow2 images (versions 2 and 3, as qemu-img makes them), a format of
+ * the disk layer (disk/format.h). Guest offsets are mapped through the
+ * L1/L2 tables; clusters are allocated at the end of the file with their
+ * refcounts kept exact; unallocated clusters read from the backing file
+ * (raw or qcow2, opened read-only by the layer) or as zeroes;
+ * zlib-compressed clusters are read (written ones are never compressed).
+ * Internal snapshots, encryption, external data files and dirty images are
+ * refused with a message naming them.
+ *
+ * Every metadata update is ordered so that a process killed between any
+ * two writes leaves an image qemu-img check finds consistent (at worst a
+ * leaked cluster): data before the refcount that owns it, the refcount
+ * before the table entry that points at it.
+ *
+ * Layout facts from QEMU's docs/interop/qcow2.txt; nothing here knows
+ * about virtio.
  */
 #include <endian.h>
 #include <errno.h>
@@ -16,14 +30,16 @@
 #include <zlib.h>
 
 #include "lkvm/disk.h"
-#include "lkvm/qcow2.h"
 #include "lkvm/util.h"
+#include "format.h"
 
 #define QCOW2_MAGIC		0x514649fbU	/* "QFI\xfb" */
-#define QCOW2_MAX_DEPTH		8		/* backing chain */
 #define QCOW2_MAX_L1_BYTES	(32U << 20)
 #define QCOW2_L2_CACHE		16		/* tables kept in memory */
 #define QCOW2_BACKING_MAX	1023
+#define QCOW2_V2_HEADER		72		/* bytes; v3 says its own */
+#define QCOW2_EXT_END		0
+#define QCOW2_EXT_BACKING_FMT	0xe2792acaU
 
 #define INCOMPAT_DIRTY		(1ULL << 0)
 #define INCOMPAT_CORRUPT	(1ULL << 1)
@@ -89,21 +105,20 @@ struct qcow2 {
 	uint8_t *dbuf;			/* a cluster inflated */
 	uint8_t *zeroes;		/* a cluster of them, never written */
 	uint8_t *refblock_buf;		/* a new refcount block */
-	struct disk backing;		/* fd < 0: none */
-	char backing_path[4096];
+	struct disk backing;		/* file.fd < 0: none; the layer's */
+	char backing_name[QCOW2_BACKING_MAX + 1];
+	char backing_format[16];	/* "": the header names none */
 };
 
-bool qcow2_is_qcow2(int fd)
+/* Does the file start with the qcow2 magic? */
+static bool qcow2_probe(const uint8_t *head, size_t len)
 {
-	/* a whole aligned block: the file may be open O_DIRECT */
-	uint32_t *block = aligned_alloc(4096, 4096);
-	bool yes;
+	uint32_t magic;
 
-	if (!block)
+	if (len < sizeof(magic))
 		return false;
-	yes = pread(fd, block, 4096, 0) >= 4 && be32toh(*block) == QCOW2_MAGIC;
-	free(block);
-	return yes;
+	memcpy(&magic, head, sizeof(magic));
+	return be32toh(magic) == QCOW2_MAGIC;
 }
 
 /* Whole positional transfers on the image file; -errno. */
@@ -212,37 +227,50 @@ static int load_table(struct qcow2 *q, uint64_t **table, uint64_t entries,
 	return 0;
 }
 
-/* The backing file's name, next to the image unless absolute. */
+/* The backing file's name, as the header has it (the layer finds it). */
 static int backing_name(struct qcow2 *q, const struct qcow2_header *h)
 {
 	uint64_t off = be64toh(h->backing_file_offset);
 	uint32_t len = be32toh(h->backing_file_size);
-	char name[QCOW2_BACKING_MAX + 1] = "";
-	const char *slash;
-	int dir;
 
 	if (!off)
 		return 0;
 	if (!len || len > QCOW2_BACKING_MAX ||
-	    file_rw(q->fd, name, len, off, false))
+	    file_rw(q->fd, q->backing_name, len, off, false))
 		return qcow2_err(q, "qcow2 backing file name is corrupt");
-	name[len] = 0;
-	slash = strrchr(q->path, '/');
-	dir = name[0] == '/' || !slash ? 0 : (int)(slash - q->path + 1);
-	if ((size_t)snprintf(q->backing_path, sizeof(q->backing_path), "%.*s%s",
-			     dir, q->path, name) >= sizeof(q->backing_path))
-		return qcow2_err(q, "qcow2 backing file name too long");
+	q->backing_name[len] = 0;
 	return 1;
 }
 
-static int open_backing(struct qcow2 *q, unsigned int depth)
+/*
+ * The backing file's format, from the header extension that names it
+ * (the extensions follow the header, within its cluster); none: "".
+ */
+static int backing_format(struct qcow2 *q, const struct qcow2_header *h)
 {
-	struct disk_config cfg = { .readonly = true };
+	uint64_t off = q->version == 3 ? be32toh(h->header_length)
+				       : QCOW2_V2_HEADER;
+	uint32_t ext[2], len;
 
-	if (depth >= QCOW2_MAX_DEPTH)
-		return qcow2_err(q, "qcow2 backing chain deeper than 8 (a loop?)");
-	cfg.path = q->backing_path;
-	return disk_open_nested(&q->backing, &cfg, depth + 1);
+	while (off + sizeof(ext) <= q->cluster_size) {
+		if (file_rw(q->fd, ext, sizeof(ext), off, false))
+			return qcow2_err(q, "cannot read the qcow2 header extensions");
+		len = be32toh(ext[1]);
+		off += sizeof(ext);
+		if (be32toh(ext[0]) == QCOW2_EXT_END)
+			return 0;
+		if (len > q->cluster_size - off)
+			return qcow2_err(q, "qcow2 header extension is corrupt");
+		if (be32toh(ext[0]) == QCOW2_EXT_BACKING_FMT) {
+			if (!len || len >= sizeof(q->backing_format) ||
+			    file_rw(q->fd, q->backing_format, len, off, false))
+				return qcow2_err(q, "qcow2 backing file format is corrupt or unknown");
+			q->backing_format[len] = 0;
+			return 0;
+		}
+		off += ALIGN_UP((uint64_t)len, 8);
+	}
+	return 0;
 }
 
 /*
@@ -267,7 +295,14 @@ static uint64_t first_free(const struct qcow2 *q, uint64_t file_size)
 	return ALIGN_UP(end, q->cluster_size);
 }
 
-int qcow2_open(struct disk *disk, unsigned int depth)
+static void qcow2_close(struct disk *disk);
+
+/*
+ * Take over disk (its file open and locked): check the header, load the
+ * tables, name the backing file for the layer to open; disk->size becomes
+ * the virtual size. -1 with one error line naming the problem.
+ */
+static int qcow2_open(struct disk *disk, struct disk_open_ctx *ctx)
 {
 	struct qcow2 *q = calloc(1, sizeof(*q));
 	struct qcow2_header h = { 0 };
@@ -276,18 +311,17 @@ int qcow2_open(struct disk *disk, unsigned int depth)
 
 	if (!q)
 		return -1;
-	q->fd = disk->fd;
+	q->fd = disk->file.fd;
 	q->path = disk->path;
-	q->backing.fd = -1;
-	disk->qcow2 = q;
+	q->backing.file.fd = -1;
+	disk->fmt_state = q;
 	pthread_mutex_init(&q->lock, NULL);
-	if (disk->direct) {
+	if (disk->file.direct) {
 		/* its metadata is read and written a few bytes at a time */
 		qcow2_err(q, "direct is for raw images only");
 		goto fail;
 	}
-	if (fstat(disk->fd, &st) ||
-	    file_rw(disk->fd, &h, sizeof(h), 0, false)) {
+	if (fstat(q->fd, &st) || file_rw(q->fd, &h, sizeof(h), 0, false)) {
 		qcow2_err(q, "cannot read the qcow2 header");
 		goto fail;
 	}
@@ -307,23 +341,27 @@ int qcow2_open(struct disk *disk, unsigned int depth)
 	}
 	q->next_free = first_free(q, st.st_size);
 	ret = backing_name(q, &h);
-	if (ret < 0 || (ret > 0 && open_backing(q, depth)))
+	if (ret < 0 || (ret > 0 && backing_format(q, &h)))
 		goto fail;
+	if (ret > 0)
+		ctx->backing = (struct disk_backing) {
+			.disk = &q->backing, .name = q->backing_name,
+			.format = q->backing_format[0] ? q->backing_format : NULL,
+		};
 	return 0;
 fail:
 	qcow2_close(disk);
 	return -1;
 }
 
-void qcow2_close(struct disk *disk)
+/* After the layer closed the backing file. */
+static void qcow2_close(struct disk *disk)
 {
-	struct qcow2 *q = disk->qcow2;
+	struct qcow2 *q = disk->fmt_state;
 	unsigned int i;
 
 	if (!q)
 		return;
-	if (q->backing.fd >= 0)
-		disk_close(&q->backing);
 	for (i = 0; i < QCOW2_L2_CACHE; i++)
 		free(q->l2[i].table);
 	free(q->l1);
@@ -335,7 +373,7 @@ void qcow2_close(struct disk *disk)
 	free(q->refblock_buf);
 	pthread_mutex_destroy(&q->lock);
 	free(q);
-	disk->qcow2 = NULL;
+	disk->fmt_state = NULL;
 }
 
 /* ---- tables ---- */
@@ -579,7 +617,7 @@ static int read_backing(struct qcow2 *q, uint64_t gofs, uint8_t *buf,
 {
 	struct iovec one = { buf, len };
 
-	if (q->backing.fd < 0 || gofs >= q->backing.size) {
+	if (q->backing.file.fd < 0 || gofs >= q->backing.size) {
 		memset(buf, 0, len);
 		return 0;
 	}
@@ -679,10 +717,11 @@ static int for_each_chunk(struct qcow2 *q, const struct iovec *iov,
 	return 0;
 }
 
-int qcow2_rw(struct disk *disk, const struct iovec *iov, int iovcnt,
-	     uint64_t offset, bool write)
+/* As disk_readv()/disk_writev(): whole transfers, -errno on failure. */
+static int qcow2_rw(struct disk *disk, const struct iovec *iov, int iovcnt,
+		    uint64_t offset, bool write)
 {
-	struct qcow2 *q = disk->qcow2;
+	struct qcow2 *q = disk->fmt_state;
 	uint64_t len = 0, end;
 	int i, ret;
 
@@ -709,7 +748,7 @@ static int zero_cluster(struct qcow2 *q, uint64_t gofs, bool *done)
 	int ret;
 
 	*done = false;
-	if (q->version < 3 && q->backing.fd >= 0)
+	if (q->version < 3 && q->backing.file.fd >= 0)
 		return 0;
 	ret = l2_entry(q, gofs, &entry);
 	if (!ret)
@@ -728,7 +767,7 @@ static int chunk_reads_zero(struct qcow2 *q, uint64_t gofs, bool *zero)
 
 	*zero = !ret && (entry_reads_zero(q, entry) ||
 			 (!(entry & (ENTRY_OFFSET | ENTRY_COMPRESSED)) &&
-			  (q->backing.fd < 0 || gofs >= q->backing.size)));
+			  (q->backing.file.fd < 0 || gofs >= q->backing.size)));
 	return ret;
 }
 
@@ -737,9 +776,9 @@ static int chunk_reads_zero(struct qcow2 *q, uint64_t gofs, bool *zero)
  * as on raw images): whole clusters through their table entries, the
  * edges written with zeroes unless they read as zeroes already.
  */
-int qcow2_zero(struct disk *disk, uint64_t offset, uint64_t len)
+static int qcow2_zero(struct disk *disk, uint64_t offset, uint64_t len)
 {
-	struct qcow2 *q = disk->qcow2;
+	struct qcow2 *q = disk->fmt_state;
 	uint64_t end;
 	int ret = 0;
 
@@ -762,3 +801,20 @@ int qcow2_zero(struct disk *disk, uint64_t offset, uint64_t len)
 	pthread_mutex_unlock(&q->lock);
 	return ret;
 }
+
+static int qcow2_write_zeroes(struct disk *disk, uint64_t offset,
+			      uint64_t len, bool may_unmap)
+{
+	return qcow2_zero(disk, offset, len);
+}
+
+/* Requests are served under the image's lock, one at a time: no rw_try. */
+const struct disk_format disk_qcow2_format = {
+	.name = "qcow2",
+	.probe = qcow2_probe,
+	.open = qcow2_open,
+	.close = qcow2_close,
+	.rw = qcow2_rw,
+	.discard = qcow2_zero,
+	.write_zeroes = qcow2_write_zeroes,
+};

@@ -665,9 +665,7 @@ struct virtio_blk *virtio_blk_create(struct vm *vm,
 		disk_close(opts->disk);
 		return NULL;
 	}
-	blk->disk = *opts->disk;
-	opts->disk->fd = -1;	/* ours now, and its format's state */
-	opts->disk->qcow2 = NULL;
+	disk_move(&blk->disk, opts->disk);
 	blk->capacity = blk->disk.size / BLK_SECTOR;
 	if (!opts->pool) {
 		blk->iothread = iothread_create(vm, "blk-io");
@@ -680,7 +678,7 @@ struct virtio_blk *virtio_blk_create(struct vm *vm,
 		goto fail;
 	virtio_device_set_poll(&blk->vdev, &opts->poll);
 	blk_bind_queues(blk, opts->pool);
-	if (blk_setup_aio(blk, opts->aio))
+	if (blk_setup_aio(blk, blk->disk.aio))
 		goto fail;
 	blk->vdev.host_features |= blk_features(blk, nr_queues);
 	blk_fill_config(blk, nr_queues);

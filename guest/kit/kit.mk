@@ -19,7 +19,7 @@ KIT_LDFLAGS	:= -nostdlib -static -no-pie -Wl,--build-id=none \
 KIT_TESTS	:= exit hang poweroff smp tables rtc selftest fault timer tsc pci kick spew \
 		   count
 # Guests that drive virtio devices link the kit's virtio driver too.
-KIT_VIRTIO_TESTS := blk hostile hostile_pci reqbench net netbench netctrl crashdisk \
+KIT_VIRTIO_TESTS := blk blkhdr hostile hostile_pci reqbench net netbench netctrl crashdisk \
 		    rng hvc balloon p9
 KIT_TESTS	+= $(KIT_VIRTIO_TESTS)
 KIT_S_OBJS	:= $(addprefix $(KIT_OBJ)/,start.o trampoline.o)

@@ -1,25 +1,29 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Disk images for virtio-blk: raw files, block devices and qcow2 images
- * (lkvm/qcow2.h), opened and locked (a read lock for read-only users and
- * backing files, a write lock otherwise, as OFD locks so that two lkvm
- * processes cannot corrupt one image).
+ * Disk images for virtio-blk, whatever their format: raw files and block
+ * devices, or qcow2 images. A disk is opened from its own small set of
+ * parameters (struct disk_params: nothing of virtio in it), its format
+ * named by format= or found by probing its first bytes, over the file
+ * layer (lkvm/disk_file.h). Requests go to the format; those a format
+ * passes through as they are may reach the file through io_uring
+ * (lkvm/disk_aio.h) instead of one synchronous call at a time.
  */
 #ifndef LKVM_DISK_H
 #define LKVM_DISK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "lkvm/virtio/poll.h"
+#include "lkvm/disk_file.h"
 
-struct qcow2;
+struct disk_format;
 
 #define DISK_SERIAL_LEN		20	/* VIRTIO_BLK_ID_BYTES */
 
-/* How virtio-blk reaches the image. */
+/* The engine: how the device's requests reach the image's file. */
 enum disk_aio_mode {
 	DISK_AIO_DEFAULT,	/* io_uring where the kernel allows it, else sync */
 	DISK_AIO_SYNC,		/* one request at a time, preadv/pwritev */
@@ -27,55 +31,68 @@ enum disk_aio_mode {
 };
 
 /* The image's format: detected from its header unless forced. */
-enum disk_format {
+enum disk_format_id {
 	DISK_FORMAT_AUTO,
 	DISK_FORMAT_RAW,
 	DISK_FORMAT_QCOW2,
 };
 
-struct disk_config {
-	const char *path;		/* points at path_buf after parsing */
-	char path_buf[4096];
+/* What a disk is opened from (-d's own part of it, or a test's). */
+struct disk_params {
+	const char *path;
+	/*
+	 * backing-dir=: backing files may come from there too, not only from
+	 * the directory of the image that names them. NULL: none.
+	 */
+	const char *backing_dir;
 	bool readonly;
 	bool direct;			/* O_DIRECT: bypass the host page cache */
-	enum virtio_poll_mode poll;	/* poll=; VIRTIO_POLL_UNSET: --poll's */
 	enum disk_aio_mode aio;		/* aio= */
-	enum disk_format format;	/* format= */
+	enum disk_format_id format;	/* format= */
 };
 
 /*
- * Owned by its device and fixed after disk_open(); the fd sees positional
- * I/O only, from whichever threads serve the device's queues.
+ * Owned by its device and fixed after disk_open(), but for the file's
+ * nowait flags (lkvm/disk_file.h); requests come from whichever threads
+ * serve the device's queues, the format serialising what it must.
  */
 struct disk {
-	int fd;
+	struct disk_file file;
+	const struct disk_format *fmt;	/* NULL: not open */
+	void *fmt_state;		/* the format's (qcow2's tables) */
+	struct disk *backing;		/* in fmt_state; the layer opens it */
 	const char *path;
-	uint64_t size;			/* bytes */
+	char *own_path;			/* a backing file's: path, resolved */
+	uint64_t size;			/* what the guest sees, bytes */
 	bool readonly;
-	bool is_block_device;
-	bool direct;			/* O_DIRECT: I/O must be aligned */
-	unsigned int align;		/* O_DIRECT memory/offset alignment */
-	/*
-	 * Does the file system take RWF_NOWAIT (page-cache hits without
-	 * blocking)? Assumed until it says EOPNOTSUPP; any queue's thread
-	 * may clear them (atomically, relaxed: a stale true costs one call).
-	 */
-	bool nowait_read, nowait_write;
+	enum disk_aio_mode aio;
 	char serial[DISK_SERIAL_LEN];	/* stable: from the image's identity */
-	struct qcow2 *qcow2;		/* NULL: raw */
 };
 
 /*
- * Parse "PATH[,ro][,direct][,poll=MODE][,aio=io_uring|sync]
- * [,format=raw|qcow2]"; -1 with a message when malformed.
+ * The keys of -d the disk does not know (the device's poll=) go to the
+ * caller's parse(): 0 when it took the key, -1 when it refused it (after
+ * its message), 1 when it does not know it either.
  */
-int disk_parse_option(const char *arg, struct disk_config *cfg);
+struct disk_option_extra {
+	const char *keys;		/* for the message: "poll=" */
+	int (*parse)(void *opaque, const char *arg, const char *key,
+		     size_t len);
+	void *opaque;
+};
 
-int disk_open(struct disk *disk, const struct disk_config *cfg);
-/* The same for an image's backing file, `depth` files down the chain. */
-int disk_open_nested(struct disk *disk, const struct disk_config *cfg,
-		     unsigned int depth);
+/*
+ * Parse "PATH[,ro][,direct][,aio=io_uring|sync][,format=raw|qcow2]
+ * [,backing-dir=DIR]" and the extra keys into *p, its strings kept in buf;
+ * -1 with a message when malformed. extra may be NULL.
+ */
+int disk_parse_option(const char *arg, struct disk_params *p, char *buf,
+		      size_t size, const struct disk_option_extra *extra);
+int disk_open(struct disk *disk, const struct disk_params *p);
+/* NULL, never opened, or moved away: nothing to do. */
 void disk_close(struct disk *disk);
+/* Hand an open disk over to *to, leaving *from closed. */
+void disk_move(struct disk *to, struct disk *from);
 
 /* Whole transfers (short I/O is retried); -errno on failure. */
 int disk_readv(struct disk *disk, const struct iovec *iov, int iovcnt,
@@ -89,9 +106,10 @@ int disk_rw_rest(struct disk *disk, const struct iovec *iov, int iovcnt,
  * Do a read or write at once if it need not wait for the device: from
  * and into the page cache with RWF_NOWAIT, or plainly where the file
  * system takes no RWF_NOWAIT (tmpfs never waits for a device; ext4's
- * buffered writes wait at most for writeback to catch up). -EAGAIN when
- * it would wait (then nothing was done that matters: do it again
- * asynchronously); else 0 or -errno.
+ * buffered writes wait at most for writeback to catch up), or whatever
+ * the format does itself. -EAGAIN when it would wait (then nothing was
+ * done that matters: queue it on the disk's io_uring, disk_aio.h); else
+ * 0 or -errno.
  */
 int disk_rw_try(struct disk *disk, const struct iovec *iov, int iovcnt,
 		uint64_t offset, bool write);

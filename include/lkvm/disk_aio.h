@@ -22,8 +22,14 @@
 struct disk_aio;
 
 /*
- * A ring of `depth` entries on disk; NULL with errno set when the kernel
- * (or a seccomp policy above us) refuses io_uring.
+ * Can rings be confined here (Linux 5.10)? 0; -EOPNOTSUPP when the kernel
+ * makes rings but cannot restrict them; else the -errno io_uring gave.
+ */
+int disk_aio_check(void);
+/*
+ * A ring of `depth` entries on disk, confined to readv, writev and fsync
+ * on the disk's file; NULL with errno set when the kernel (or a seccomp
+ * policy above us) refuses io_uring.
  */
 struct disk_aio *disk_aio_create(struct disk *disk, unsigned int depth);
 /* Waits for every request in flight, then frees the ring. NULL is fine. */

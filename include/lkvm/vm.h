@@ -19,6 +19,7 @@
 #include "lkvm/disk.h"
 #include "lkvm/guest_mem.h"
 #include "lkvm/net.h"
+#include "lkvm/virtio/poll.h"
 #include "lkvm/virtio/transport_kind.h"
 
 /* Exit statuses of `lkvm run`; a guest may also choose any 0-255 itself. */
@@ -33,6 +34,13 @@
 #define LKVM_MAX_MEM_MIB	(1024ULL * 1024)	/* 1 TiB */
 #define LKVM_MAX_DISKS		8
 #define LKVM_MAX_SHARES		8
+
+/* -d PATH[,...]: a virtio-blk disk; its strings are kept in buf. */
+struct disk_config {
+	struct disk_params disk;	/* how the image is opened */
+	enum virtio_poll_mode poll;	/* poll=; VIRTIO_POLL_UNSET: --poll's */
+	char buf[2 * PATH_MAX];		/* the path, backing-dir= */
+};
 
 /* --9p HOSTDIR,TAG[,ro]: a host directory the guest mounts by its tag. */
 struct share_config {

@@ -310,6 +310,27 @@ def test_qcow2_refused(tmp, make, words):
                           "d.qcow2", *words)
 
 
+@pytest.mark.parametrize("backing,opt,words", [
+    ("{tmp}/home/secret", "", ["outside the image's directory",
+                               "backing-dir="]),
+    ("../home/secret", "", ["outside the image's directory"]),
+    ("/dev/null", ",backing-dir=/dev", ["a character device"]),
+    ("base.raw", ",backing-dir={tmp}/nowhere", ["backing-dir", "nowhere"]),
+], ids=["absolute", "dotdot", "device", "no-backing-dir"])
+def test_qcow2_backing_refused(tmp, backing, opt, words):
+    """A backing file the image names is not opened just anywhere."""
+    (tmp / "vm").mkdir()
+    (tmp / "home").mkdir()
+    (tmp / "home" / "secret").write_bytes(b"\0" * 4096)
+    img = tmp / "vm" / "top.qcow2"
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-u", "-b",
+                    backing.format(tmp=tmp), "-F", "raw", str(img), "16M"],
+                   check=True)
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d",
+                               f"{img}{opt.format(tmp=tmp)}"]),
+                          "top.qcow2", *words)
+
+
 def test_disk_empty_path():
     assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", ",ro"]),
                           "no image path")

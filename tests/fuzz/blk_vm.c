@@ -63,12 +63,11 @@ static void setup_once(void)
 void blk_vm_start(struct blk_vm *v, enum virtio_transport_kind transport,
 		  unsigned int nr_queues)
 {
-	struct disk_config dc = { .path = image_path,
-				  .poll = VIRTIO_POLL_UNSET };
+	struct disk_params dc = { .path = image_path, .aio = DISK_AIO_SYNC };
 	/* every request done by the time its notify returns, FLUSH too */
 	struct virtio_blk_options opts = {
 		.nr_queues = nr_queues,
-		.use_ioeventfd = true, .pool = &v->pool, .aio = DISK_AIO_SYNC,
+		.use_ioeventfd = true, .pool = &v->pool,
 	};
 	struct vm *vm = &v->fake.vm;
 	struct disk disk;

@@ -86,15 +86,17 @@ static uint8_t pattern_byte(uint64_t off)
 
 static void make_dev(struct dev *d, bool direct, bool readonly)
 {
-	struct disk_config dc = { .direct = direct, .readonly = readonly,
-				  .poll = VIRTIO_POLL_UNSET };
+	/* format=raw: the model lets the guest write anything to sector 0 */
+	struct disk_params dc = { .direct = direct, .readonly = readonly,
+				  .aio = DISK_AIO_SYNC,
+				  .format = DISK_FORMAT_RAW };
 	/*
 	 * Synchronous requests: the model expects every chain used, in
 	 * order, by the time the notify returns. The io_uring path takes
 	 * the same checks (blk_rw_map()) before it submits anything.
 	 */
 	struct virtio_blk_options opts = {
-		.nr_queues = 1, .pool = &g.pool, .aio = DISK_AIO_SYNC,
+		.nr_queues = 1, .pool = &g.pool,
 	};
 	char buf[DISK_SERIAL_LEN + 1];
 	struct disk disk;

@@ -77,7 +77,7 @@ static void request(struct disk *d, struct input *in)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct input in = { data, size };
-	struct disk_config cfg = { 0 };
+	struct disk_params cfg = { 0 };
 	size_t img_len = take16(&in);
 	struct disk d;
 	unsigned int i;

@@ -36,7 +36,7 @@ void blk_rig_start(struct blk_rig *r, unsigned int blocks, size_t mem_size,
 		   const struct virtio_poll_config *poll, uint32_t features0,
 		   int wait_ms)
 {
-	struct disk_config dc = { .poll = VIRTIO_POLL_UNSET };
+	struct disk_params dc = { 0 };
 	struct virtio_blk_options opts = {
 		.nr_queues = 1, .use_ioeventfd = true, .poll = *poll,
 	};

@@ -202,9 +202,9 @@ static void test_device_whole_after_resets(void **state)
 static int child_without_io_uring(enum disk_aio_mode mode)
 {
 	struct blk_rig r = { 0 };
-	struct disk_config dc = { .poll = VIRTIO_POLL_UNSET };
+	struct disk_params dc = { .aio = mode };
 	struct virtio_blk_options opts = {
-		.nr_queues = 1, .use_ioeventfd = true, .aio = mode,
+		.nr_queues = 1, .use_ioeventfd = true,
 	};
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	struct virtio_blk *blk;

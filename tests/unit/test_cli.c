@@ -91,6 +91,31 @@ static void test_polling_options(void **state)
 	assert_int_equal(cfg.nics[0].poll, VIRTIO_POLL_AUTO);
 }
 
+/* -d: the disk's keys into its own parameters, poll= the device's. */
+static void test_disk_options(void **state)
+{
+	struct vm_config cfg;
+	const struct disk_params *d = &cfg.disks[0].disk;
+
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "-d",
+			       "/dev/null,ro,format=raw,backing-dir=/srv/base,aio=sync,poll=on,direct"),
+			 CLI_OK);
+	assert_string_equal(d->path, "/dev/null");
+	assert_string_equal(d->backing_dir, "/srv/base");
+	assert_true(d->readonly && d->direct);
+	assert_int_equal(d->format, DISK_FORMAT_RAW);
+	assert_int_equal(d->aio, DISK_AIO_SYNC);
+	assert_int_equal(cfg.disks[0].poll, VIRTIO_POLL_ON);
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "-d", "/dev/null"),
+			 CLI_OK);
+	assert_null(d->backing_dir);
+	assert_int_equal(d->format, DISK_FORMAT_AUTO);
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "-d",
+			       "/dev/null,backing-dir="), CLI_ERROR);
+	assert_int_equal(PARSE(&cfg, "-k", kernel_path, "-d",
+			       "/dev/null,poll=sometimes"), CLI_ERROR);
+}
+
 static void test_bad_numbers(void **state)
 {
 	static const char *const bad_mem[] = {
@@ -246,6 +271,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_long_and_short_options),
 		cmocka_unit_test(test_polling_options),
+		cmocka_unit_test(test_disk_options),
 		cmocka_unit_test(test_bad_numbers),
 		cmocka_unit_test(test_bad_combinations),
 		cmocka_unit_test(test_missing_files),

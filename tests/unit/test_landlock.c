@@ -118,9 +118,9 @@ static void full_config(struct vm_config *cfg)
 	snprintf(cfg->shares[1].path, sizeof(cfg->shares[1].path), "%s",
 		 share_rw);
 	cfg->nr_disks = 2;
-	cfg->disks[0].path = img_ro;
-	cfg->disks[0].readonly = true;
-	cfg->disks[1].path = img_rw;
+	cfg->disks[0].disk.path = img_ro;
+	cfg->disks[0].disk.readonly = true;
+	cfg->disks[1].disk.path = img_rw;
 }
 
 /*

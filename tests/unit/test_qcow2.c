@@ -7,6 +7,12 @@
  * give exactly the bytes a model of the disk expects. Also what lkvm
  * refuses, with one line naming it, and an image whose writer is killed
  * with SIGKILL in the middle of its writes.
+ *
+ * And backing files as the image names them, the image being anyone's: a
+ * backing file's format is the image's word for it, never a probe of its
+ * bytes (a guest's raw disk holding a qcow2 header names a file of the
+ * host); it must lie in the image's directory (or the user's backing-dir)
+ * and be a regular file, or the open is refused in one line naming both.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +38,7 @@
 #define SIZE		(64 * MIB)
 
 static char dir[64];
+static char outside[80];	/* beside dir: where the host's secrets are */
 
 /* A shell command's exit status (qemu-img's); its output to /dev/null. */
 static int sh(const char *fmt, ...)
@@ -58,16 +66,16 @@ static const char *path(const char *name)
 
 static void open_disk(struct disk *d, const char *name, bool ro)
 {
-	struct disk_config cfg = { 0 };
+	struct disk_params cfg = { 0 };
 
 	cfg.path = path(name);
 	cfg.readonly = ro;
 	assert_int_equal(disk_open(d, &cfg), 0);
 }
 
-static int open_fails(const char *name, enum disk_format format, bool direct)
+static int open_fails(const char *name, enum disk_format_id format, bool direct)
 {
-	struct disk_config cfg = { .format = format, .direct = direct };
+	struct disk_params cfg = { .format = format, .direct = direct };
 	struct disk d;
 
 	cfg.path = path(name);
@@ -148,6 +156,8 @@ static int setup(void **state)
 {
 	snprintf(dir, sizeof(dir), "/tmp/lkvm-test-qcow2-XXXXXX");
 	assert_non_null(mkdtemp(dir));
+	snprintf(outside, sizeof(outside), "%s-outside", dir);
+	assert_int_equal(mkdir(outside, 0700), 0);
 	model = calloc(1, SIZE);
 	assert_non_null(model);
 	return 0;
@@ -155,7 +165,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	sh("rm -rf %s", dir);
+	sh("rm -rf %s %s", dir, outside);
 	free(model);
 	return 0;
 }
@@ -311,7 +321,7 @@ static void test_sigkill_mid_writes(void **state)
 		pid = fork();
 		assert_true(pid >= 0);
 		if (!pid) {
-			struct disk_config cfg = { 0 };
+			struct disk_params cfg = { 0 };
 			static uint8_t buf[64 * 1024];
 			struct disk d;
 			uint64_t off;
@@ -361,7 +371,7 @@ static void test_corrupt_images(void **state)
 
 	log_threshold = LOG_SILENT;
 	for (round = 0; round < 300; round++) {
-		struct disk_config cfg = { 0 };
+		struct disk_params cfg = { 0 };
 		struct iovec iov = { buf, sizeof(buf) };
 		struct disk d;
 		unsigned int i, flips = 1 + rand_r(&seed) % 8;
@@ -391,6 +401,206 @@ static void test_corrupt_images(void **state)
 	free(bad);
 }
 
+/* ---- backing files ---- */
+
+#define SECRET	"the host's secret, never the guest's"
+
+/* A file of `size` bytes, `len` bytes from `from` first. */
+static void make_file(const char *file, const void *from, size_t len,
+		      uint64_t size)
+{
+	int fd = open(file, O_CREAT | O_TRUNC | O_RDWR, 0600);
+
+	assert_true(fd >= 0);
+	if (len)
+		assert_int_equal(pwrite(fd, from, len, 0), len);
+	assert_int_equal(ftruncate(fd, size), 0);
+	close(fd);
+}
+
+/*
+ * As an image made before backing formats: that header extension turned
+ * into the end of the extensions.
+ */
+static void strip_backing_format(const char *name)
+{
+	static const uint8_t type[4] = { 0xe2, 0x79, 0x2a, 0xca };
+	uint8_t buf[4096];
+	int fd = open(path(name), O_RDWR);
+	size_t i;
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, buf, sizeof(buf), 0), sizeof(buf));
+	for (i = 72; i + 4 <= sizeof(buf) && memcmp(buf + i, type, 4); i += 8)
+		;
+	assert_true(i + 4 <= sizeof(buf));
+	assert_int_equal(pwrite(fd, "\0\0\0\0", 4, i), 4);
+	close(fd);
+}
+
+/* qcow2 image `name` over `backing` of format fmt (NULL: none named). */
+static void make_overlay(const char *name, const char *backing,
+			 const char *fmt, const char *compat)
+{
+	assert_int_equal(sh("cd %s && qemu-img create -q -f qcow2 -o compat=%s -u -b '%s' -F %s %s 16M",
+			    dir, compat, backing, fmt ? fmt : "raw", name), 0);
+	if (!fmt)
+		strip_backing_format(name);
+}
+
+/* disk_open(), with what it said in err ("": nothing). */
+static int open_said(struct disk *d, const char *name,
+		     const char *backing_dir, char *err, size_t size)
+{
+	struct disk_params p = { .path = path(name),
+				 .backing_dir = backing_dir };
+	int saved = dup(STDERR_FILENO), fd, ret;
+	ssize_t n;
+
+	fd = open(path("err.txt"), O_CREAT | O_TRUNC | O_RDWR, 0600);
+	assert_true(saved >= 0 && fd >= 0);
+	dup2(fd, STDERR_FILENO);
+	ret = disk_open(d, &p);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	n = pread(fd, err, size - 1, 0);
+	err[n > 0 ? n : 0] = '\0';
+	close(fd);
+	return ret;
+}
+
+/* It opens, and its first sector reads as `want`. */
+static void assert_reads(const char *name, const char *backing_dir,
+			 const void *want)
+{
+	uint8_t got[512];
+	struct iovec iov = { got, sizeof(got) };
+	char err[512];
+	struct disk d;
+
+	if (open_said(&d, name, backing_dir, err, sizeof(err)))
+		fail_msg("%s did not open: %s", name, err);
+	assert_int_equal(disk_readv(&d, &iov, 1, 0), 0);
+	disk_close(&d);
+	assert_memory_equal(got, want, sizeof(got));
+}
+
+/* Refused, in one line naming the image and the backing file's name. */
+static void assert_refused(const char *name, const char *backing,
+			   const char *backing_dir, const char *why)
+{
+	char err[1024];
+	struct disk d;
+
+	if (!open_said(&d, name, backing_dir, err, sizeof(err))) {
+		disk_close(&d);
+		fail_msg("%s (backing file %s) opened", name, backing);
+	}
+	if (!strstr(err, path(name)) || !strstr(err, backing) ||
+	    !strstr(err, why) || strchr(err, '\n') != strrchr(err, '\n'))
+		fail_msg("%s: expected one line naming it and %s, with \"%s\"; got \"%s\"",
+			 name, backing, why, err);
+}
+
+/*
+ * The attack: a raw disk whose sector 0 a guest filled with a qcow2
+ * header naming a host file, under an overlay that says it is raw.
+ */
+static void test_backing_format_is_the_images_word(void **state)
+{
+	static uint8_t base[64 * 1024], secret[512] = SECRET, plain[512];
+	char secret_path[128];
+	int fd;
+
+	snprintf(secret_path, sizeof(secret_path), "%s/secret", outside);
+	make_file(secret_path, secret, sizeof(secret), 16 * MIB);
+	assert_int_equal(sh("qemu-img create -q -f qcow2 -u -b %s -F raw %s 16M",
+			    secret_path, path("evil.qcow2")), 0);
+	fd = open(path("evil.qcow2"), O_RDONLY);
+	assert_true(fd >= 0 && read(fd, base, sizeof(base)) > 512);
+	close(fd);
+	make_file(path("base.raw"), base, sizeof(base), 16 * MIB);
+	memset(plain, 0x6b, sizeof(plain));
+	make_file(path("plain.raw"), plain, sizeof(plain), 16 * MIB);
+
+	/* said raw: the bytes the guest wrote, whatever they look like */
+	make_overlay("raw2.qcow2", "base.raw", "raw", "0.10");
+	assert_reads("raw2.qcow2", NULL, base);
+	make_overlay("raw3.qcow2", "base.raw", "raw", "1.1");
+	assert_reads("raw3.qcow2", NULL, base);
+	/* said nothing: raw, but not something that looks like qcow2 */
+	make_overlay("none.qcow2", "plain.raw", NULL, "1.1");
+	assert_reads("none.qcow2", NULL, plain);
+	make_overlay("none-evil.qcow2", "base.raw", NULL, "1.1");
+	assert_refused("none-evil.qcow2", "base.raw", NULL, "looks like a qcow2");
+	/* said qcow2 of what is not; said what lkvm does not read */
+	make_overlay("q.qcow2", "plain.raw", "qcow2", "1.1");
+	assert_refused("q.qcow2", "plain.raw", NULL, "not a qcow2 image");
+	make_overlay("vmdk.qcow2", "plain.raw", "vmdk", "1.1");
+	assert_refused("vmdk.qcow2", "plain.raw", NULL, "'vmdk' is not supported");
+}
+
+/* Absolute, `..`, a link: out of the image's directory only if allowed. */
+static void test_backing_files_stay_in_the_image_directory(void **state)
+{
+	static uint8_t secret[512] = SECRET, mine[512];
+	char secret_path[128], dotdot[128];
+
+	snprintf(secret_path, sizeof(secret_path), "%s/secret", outside);
+	make_file(secret_path, secret, sizeof(secret), 16 * MIB);
+	snprintf(dotdot, sizeof(dotdot), "../%s/secret",
+		 strrchr(outside, '/') + 1);
+	assert_int_equal(symlink(secret_path, path("link.raw")), 0);
+	make_overlay("abs.qcow2", secret_path, "raw", "1.1");
+	assert_refused("abs.qcow2", secret_path, NULL,
+		       "outside the image's directory");
+	make_overlay("dotdot.qcow2", dotdot, "raw", "1.1");
+	assert_refused("dotdot.qcow2", dotdot, NULL,
+		       "outside the image's directory");
+	make_overlay("link.qcow2", "link.raw", "raw", "1.1");
+	assert_refused("link.qcow2", "link.raw", NULL,
+		       "outside the image's directory");
+	/* below the image's directory is inside it */
+	assert_int_equal(mkdir(path("sub"), 0700), 0);
+	memset(mine, 0x2d, sizeof(mine));
+	make_file(path("sub/mine.raw"), mine, sizeof(mine), 16 * MIB);
+	make_overlay("sub.qcow2", "sub/mine.raw", "raw", "1.1");
+	assert_reads("sub.qcow2", NULL, mine);
+	/* the user's say-so: backing-dir= */
+	assert_reads("abs.qcow2", outside, secret);
+	assert_reads("dotdot.qcow2", outside, secret);
+	assert_reads("link.qcow2", outside, secret);
+	assert_refused("abs.qcow2", "nowhere", path("nowhere"),
+		       "No such file");
+}
+
+/* Devices, FIFOs, directories, kernel files: refused, even when allowed. */
+static void test_backing_must_be_a_regular_file(void **state)
+{
+	struct stat st;
+
+	assert_int_equal(mkfifo(path("fifo"), 0600), 0);
+	make_overlay("fifo.qcow2", "fifo", "raw", "1.1");
+	alarm(20);	/* opened to be read, a FIFO waits for a writer */
+	assert_refused("fifo.qcow2", "fifo", NULL, "a FIFO");
+	alarm(0);
+	assert_int_equal(mkdir(path("adir"), 0700), 0);
+	make_overlay("dir.qcow2", "adir", "raw", "1.1");
+	assert_refused("dir.qcow2", "adir", NULL, "a directory");
+	make_overlay("null.qcow2", "/dev/null", "raw", "1.1");
+	assert_refused("null.qcow2", "/dev/null", "/dev", "a character device");
+	if (!stat("/dev/loop0", &st) && S_ISBLK(st.st_mode)) {
+		make_overlay("blk.qcow2", "/dev/loop0", "raw", "1.1");
+		assert_refused("blk.qcow2", "/dev/loop0", "/dev",
+			       "a block device");
+	}
+	make_overlay("proc.qcow2", "/proc/self/environ", "raw", "1.1");
+	assert_refused("proc.qcow2", "/proc/self/environ", "/proc",
+		       "kernel file");
+	make_overlay("mem.qcow2", "/proc/self/mem", "raw", "1.1");
+	assert_refused("mem.qcow2", "/proc/self/mem", "/", "kernel file");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,6 +608,9 @@ int main(void)
 		cmocka_unit_test(test_backing_file),
 		cmocka_unit_test(test_compressed_clusters),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_backing_format_is_the_images_word),
+		cmocka_unit_test(test_backing_files_stay_in_the_image_directory),
+		cmocka_unit_test(test_backing_must_be_a_regular_file),
 		cmocka_unit_test(test_sigkill_mid_writes),
 		cmocka_unit_test(test_corrupt_images),
 	};

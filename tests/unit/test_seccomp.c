@@ -262,6 +262,21 @@ static void only_the_9p_thread_opens_files(void **state)
 	assert_refused(SECCOMP_P9, do_inet_socket, SYS_socket, "socket");
 }
 
+/* A ring's restrictions (disk/aio_uring.c) would mean nothing without. */
+static int do_uring_register(void)
+{
+	syscall(SYS_io_uring_register, pipe_fds[0], 0, NULL, 0);
+	return CHILD_NOT_REFUSED;
+}
+
+static int do_uring_setup(void)
+{
+	char params[120] = { 0 };	/* struct io_uring_params */
+
+	syscall(SYS_io_uring_setup, 1, params);
+	return CHILD_NOT_REFUSED;
+}
+
 static void io_thread_cannot_execve(void **state)
 {
 	assert_refused(SECCOMP_IO, do_execve, SYS_execve, "execve");
@@ -301,6 +316,18 @@ static void no_thread_maps_executable_memory(void **state)
 
 	for (c = 0; c < SECCOMP_NR_CLASSES; c++)
 		assert_refused(c, do_mmap_exec, SYS_mmap, "mmap");
+}
+
+static void no_thread_sets_up_or_registers_io_uring(void **state)
+{
+	enum seccomp_class c;
+
+	for (c = 0; c < SECCOMP_NR_CLASSES; c++) {
+		assert_refused(c, do_uring_register, SYS_io_uring_register,
+			       "io_uring_register");
+		assert_refused(c, do_uring_setup, SYS_io_uring_setup,
+			       "io_uring_setup");
+	}
 }
 
 /* What an I/O thread does serving a disk and its queues. */
@@ -415,6 +442,7 @@ int main(void)
 		cmocka_unit_test(slirp_thread_makes_inet_sockets_only),
 		cmocka_unit_test(slirp_thread_opens_read_only),
 		cmocka_unit_test(no_thread_maps_executable_memory),
+		cmocka_unit_test(no_thread_sets_up_or_registers_io_uring),
 		cmocka_unit_test(io_thread_serves_a_disk),
 		cmocka_unit_test(console_thread_writes_and_nothing_else),
 		cmocka_unit_test(vcpu_thread_may_run_kvm_run),

@@ -19,8 +19,7 @@ struct virtio_blk_options {
 	struct disk *disk;
 	unsigned int nr_queues;		/* VIRTIO_BLK_F_MQ when > 1 */
 	bool use_ioeventfd;
-	struct virtio_poll_config poll;
-	enum disk_aio_mode aio;
+	struct virtio_poll_config poll;	/* the engine is the disk's (aio=) */
 	/* Shared I/O threads to deal the queues to; NULL: a thread of its own. */
 	struct iothread_pool *pool;
 };
