@@ -178,6 +178,11 @@ check-fast: $(ALL_TARGETS)
 
 bench: $(ALL_TARGETS) $(BENCH_TARGETS)
 
+# The tiers this build has (scripts/test.sh runs them in its own order).
+.PHONY: print-tiers
+print-tiers:
+	@echo $(CHECK_TARGETS)
+
 clean:
 	rm -rf build $(CLEAN_FILES)
 

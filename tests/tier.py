@@ -22,11 +22,14 @@ make targets in tests/*/*.mk through this script, which
     tests/tier.py summary [--expect NAME...]
     tests/tier.py reset
     tests/tier.py exec [--needs-kvm] NAME COMMAND...
+    tests/tier.py where [--needs-kvm]
 
 `exec` runs a command that is not a test (a benchmark) in the same place a
 tier would run, and says so when that is the nested L1: figures from there
 are distorted by QEMU's TCG (every guest instruction and exit emulated),
-so only ratios within one run mean anything.
+so only ratios within one run mean anything. `where` prints where a tier
+would run (host or nested), for scripts/test.sh, which runs the guest kit
+beside the fuzz tier only when both use one of the host's cores.
 
 LKVM_TEST_KVM=host|nested overrides the choice (auto by default: the host
 when `lkvm probe` finds a hardware or software KVM there, else nested); a
@@ -319,6 +322,8 @@ def main():
     s = sub.add_parser("summary")
     s.add_argument("--expect", nargs="*")
     sub.add_parser("reset")
+    w = sub.add_parser("where")
+    w.add_argument("--needs-kvm", action="store_true")
     e = sub.add_parser("exec")
     e.add_argument("--needs-kvm", action="store_true")
     e.add_argument("name")
@@ -332,6 +337,10 @@ def main():
         return summary(args)
     if args.cmd == "exec":
         return exec_command(args)
+    if args.cmd == "where":
+        lkvm = os.environ.get("LKVM") or os.path.join(TOP, "lkvm")
+        print(choose_place(args.needs_kvm, lkvm)[0])
+        return 0
     if os.path.exists(RESULTS):
         os.unlink(RESULTS)
     return 0
