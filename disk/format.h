@@ -50,9 +50,9 @@ struct disk_open_ctx {
 
 /*
  * A format's entry points; every one gets the disk the layer opened, its
- * file in disk->file, the format's own state in disk->fmt_state. The
- * formats write through (nothing of theirs waits in memory), so the
- * file's data sync is every format's flush, whichever engine does it.
+ * file in disk->file, the format's own state in disk->fmt_state. A format
+ * that writes through (nothing of its waits in memory) has no flush: the
+ * file's data sync is its flush, whichever engine does it.
  */
 struct disk_format {
 	const char *name;		/* as format= names it */
@@ -75,6 +75,14 @@ struct disk_format {
 	int (*discard)(struct disk *disk, uint64_t offset, uint64_t len);
 	int (*write_zeroes)(struct disk *disk, uint64_t offset, uint64_t len,
 			    bool may_unmap);
+	/* Every completed write onto the disk (qcow2's tables wait). */
+	int (*flush)(struct disk *disk);
+	/*
+	 * Does the format hold completed writes in memory now? If not, the
+	 * file's data sync alone is a flush (an engine may queue it). NULL:
+	 * whenever it has a flush.
+	 */
+	bool (*holds_writes)(struct disk *disk);
 };
 
 extern const struct disk_format disk_raw_format;

@@ -52,7 +52,16 @@ bool disk_iov_direct_ok(const struct disk *disk, const struct iovec *iov,
 
 int disk_flush(struct disk *disk)
 {
+	if (disk->fmt->flush)
+		return disk->fmt->flush(disk);
 	return disk_file_flush(&disk->file);
+}
+
+bool disk_flush_is_file_sync(struct disk *disk)
+{
+	if (!disk->fmt->flush)
+		return true;
+	return disk->fmt->holds_writes && !disk->fmt->holds_writes(disk);
 }
 
 int disk_discard(struct disk *disk, uint64_t offset, uint64_t len)

@@ -367,7 +367,8 @@ queue:
 static bool blk_is_async(const struct blk_queue *bq, uint32_t type)
 {
 	return bq && (type == VIRTIO_BLK_T_IN || type == VIRTIO_BLK_T_OUT ||
-		      type == VIRTIO_BLK_T_FLUSH);
+		      (type == VIRTIO_BLK_T_FLUSH &&
+		       disk_flush_is_file_sync(&bq->blk->disk)));
 }
 
 static enum virtio_chain_result blk_handle(struct virtio_queue *q,

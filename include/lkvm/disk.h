@@ -117,6 +117,12 @@ int disk_rw_try(struct disk *disk, const struct iovec *iov, int iovcnt,
 bool disk_iov_direct_ok(const struct disk *disk, const struct iovec *iov,
 			int iovcnt, uint64_t offset);
 int disk_flush(struct disk *disk);
+/*
+ * Is a flush now the file's data sync and nothing more, so that an engine
+ * may queue it as one (io_uring's fsync)? It covers the writes completed
+ * before it was asked. Else disk_flush() must do it.
+ */
+bool disk_flush_is_file_sync(struct disk *disk);
 /* Deallocate (discard) or zero a range; -errno on failure. */
 int disk_discard(struct disk *disk, uint64_t offset, uint64_t len);
 int disk_write_zeroes(struct disk *disk, uint64_t offset, uint64_t len,

@@ -6,7 +6,9 @@
  *
  *   blk_ring_bench IMAGE[,OPTIONS] MODE QD SECONDS [POLL [DRIVER]]
  *   IMAGE[,OPTIONS]: as -d takes it (direct, aio=io_uring|sync, ...)
- *   MODE: randread | randwrite | seqread1m
+ *   MODE: randread | randwrite | seqread1m | seqwrite64k, each with an
+ *   optional +flush (every 16th request a FLUSH); seqwrite64k covers the
+ *   disk at most once, so that on a new qcow2 every write allocates
  *   POLL: off | auto | on (the device's --poll; default auto)
  *   DRIVER: irq (waits for interrupts; default) | spin (polls the used
  *   ring, interrupts off, as a polling guest driver does)
@@ -36,6 +38,9 @@ struct bench {
 	uint64_t sectors, next_sector;
 	uint32_t type;
 	bool random;
+	bool once;			/* stop at the end of the disk */
+	unsigned int flush_every;	/* 0: no FLUSH requests */
+	uint64_t posted;		/* requests, FLUSHes too */
 	uint64_t seed;
 };
 
@@ -56,6 +61,21 @@ static void bench_post(struct bench *b, unsigned int i)
 
 	hdr->type = b->type;
 	hdr->ioprio = 0;
+	b->posted++;
+	if (b->flush_every && b->posted % b->flush_every == 0) {
+		hdr->type = VIRTIO_BLK_T_FLUSH;
+		hdr->sector = 0;
+		b->rd.desc[head] = (struct vring_desc) {
+			.addr = ring_gpa(HDR_OFF + i * 16), .len = 16,
+			.flags = VRING_DESC_F_NEXT, .next = head + 2,
+		};
+		b->rd.desc[head + 2] = (struct vring_desc) {
+			.addr = ring_gpa(STATUS_OFF + i), .len = 1,
+			.flags = VRING_DESC_F_WRITE,
+		};
+		ring_driver_add(&b->rd, head);
+		return;
+	}
 	if (b->random) {
 		hdr->sector = (rnd(b) % blocks) * (b->bs / 512);
 	} else {
@@ -113,6 +133,12 @@ static bool bench_more(uint64_t done, uint64_t *checked, double t0,
 	return now_s(CLOCK_MONOTONIC) - t0 < seconds;
 }
 
+/* A once-over mode past the disk's last block: post nothing more. */
+static bool bench_at_end(const struct bench *b)
+{
+	return b->once && b->next_sector == 0 && b->posted;
+}
+
 static int bench_run(struct bench *b, double seconds, const char *mode)
 {
 	unsigned int free_slots[QSIZE], nr_free = 0, i;
@@ -127,8 +153,10 @@ static int bench_run(struct bench *b, double seconds, const char *mode)
 	do {
 		uint16_t old = b->rd.avail_idx;
 
-		while (nr_free)
+		while (nr_free && !bench_at_end(b))
 			bench_post(b, free_slots[--nr_free]);
+		if (bench_at_end(b) && nr_free == b->qd)
+			break;
 		if (b->rd.avail_idx != old)
 			ring_driver_publish(&b->rd, old);
 		ring_driver_wait(&b->rd);
@@ -145,8 +173,16 @@ static int bench_run(struct bench *b, double seconds, const char *mode)
 	return errors ? 1 : 0;
 }
 
-static int bench_setup_mode(struct bench *b, const char *mode)
+static int bench_setup_mode(struct bench *b, const char *arg)
 {
+	char mode[32];
+	const char *plus = strchr(arg, '+');
+
+	snprintf(mode, sizeof(mode), "%.*s",
+		 plus ? (int)(plus - arg) : (int)strlen(arg), arg);
+	if (plus && strcmp(plus, "+flush"))
+		return -1;
+	b->flush_every = plus ? 16 : 0;
 	if (!strcmp(mode, "randread")) {
 		b->type = VIRTIO_BLK_T_IN;
 		b->bs = 4096;
@@ -158,6 +194,10 @@ static int bench_setup_mode(struct bench *b, const char *mode)
 	} else if (!strcmp(mode, "seqread1m")) {
 		b->type = VIRTIO_BLK_T_IN;
 		b->bs = 1 << 20;
+	} else if (!strcmp(mode, "seqwrite64k")) {
+		b->type = VIRTIO_BLK_T_OUT;
+		b->bs = 64 << 10;
+		b->once = true;
 	} else {
 		return -1;
 	}
@@ -183,7 +223,7 @@ int main(int argc, char **argv)
 	if ((argc < 5 || argc > 7) ||
 	    (argc > 5 && virtio_poll_parse(argv[5], &opts.poll)) ||
 	    (argc > 6 && strcmp(argv[6], "irq") && strcmp(argv[6], "spin"))) {
-		fprintf(stderr, "usage: %s IMAGE randread|randwrite|seqread1m QD SECONDS [off|auto|on [irq|spin]]\n",
+		fprintf(stderr, "usage: %s IMAGE randread|randwrite|seqread1m|seqwrite64k[+flush] QD SECONDS [off|auto|on [irq|spin]]\n",
 			argv[0]);
 		return 2;
 	}

@@ -8,8 +8,12 @@ reads at QD1 and QD32, 4 KiB random writes at QD32 and 1 MiB sequential
 reads, with each of the disk's backends (aio=io_uring, aio=sync), and fio
 with the same pattern on the same file when fio is installed (its best
 engine of io_uring, libaio and psync: on tmpfs the synchronous one often
-wins). Then a fully allocated qcow2 against the raw file, and the disk
-under /var/tmp with O_DIRECT, where requests in flight together pay off.
+wins). Then a fully allocated qcow2 against the raw file (reads, and
+writes over allocated clusters, with and without a FLUSH every 16th
+request), allocating writes on a new qcow2 against a sparse raw file (on
+tmpfs, and on the disk under /var/tmp, where FLUSHes cost what the disk
+takes), and the disk under /var/tmp with O_DIRECT, where requests in
+flight together pay off.
 Prints requests/s, CPU per request (lkvm: the device's, without the driver
 thread), and lkvm / fio as a ratio.
 """
@@ -118,13 +122,54 @@ def direct_rows(binary, image):
                    fio)
 
 
+NO_FIO = (None, None, None)
+
+
 def qcow2_rows(binary, raw, qcow2):
-    """qcow2 (every cluster allocated) against raw, same workload."""
+    """qcow2 (every cluster allocated) against raw, same workload: reads,
+    and writes over what is there (no table changes), with and without a
+    FLUSH every 16th request."""
     for qd in (1, 32):
         fio = run_fio(raw, "randread", "4k", qd)
         for name, img in (("raw", raw), ("qcow2", qcow2)):
             yield (f"randread QD{qd}", name,
                    run_lkvm(binary, img, "randread", qd), fio)
+    for mode in ("randwrite", "randwrite+flush"):
+        for name, img in (("raw", raw), ("qcow2", qcow2)):
+            yield (f"overwrite {mode[9:] or '4k'} QD32", name,
+                   run_lkvm(binary, img, mode, 32), NO_FIO)
+
+
+def alloc_run(binary, folder, fmt, mode, size):
+    """64 KiB sequential writes over a new image, once: on a qcow2 each
+    allocates a cluster. The best of three fresh images (the first pass
+    over new memory or blocks is the noisiest)."""
+    best = None
+    img = os.path.join(folder, "lkvm-blk-bench-alloc." + fmt)
+    try:
+        for _ in range(3):
+            if fmt == "raw":
+                with open(img, "wb") as f:
+                    f.truncate(size)
+            else:
+                subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2",
+                                img, str(size)], check=True)
+            got = run_lkvm(binary, img, mode, 8)
+            if best is None or got[0] > best[0]:
+                best = got
+    finally:
+        if os.path.exists(img):
+            os.unlink(img)
+    return best
+
+
+def alloc_rows(binary, folder, size):
+    """Allocating writes: qcow2's new clusters and their tables, against a
+    sparse raw file filling its holes."""
+    for mode in ("seqwrite64k", "seqwrite64k+flush"):
+        for fmt in ("raw", "qcow2"):
+            yield (f"alloc 64k{mode[11:]} QD8", fmt,
+                   alloc_run(binary, folder, fmt, mode, size), NO_FIO)
 
 
 def main():
@@ -143,6 +188,12 @@ def main():
                             "preallocation=full", qcow2, "1G"], check=True)
             table("qcow2 (qemu-img create -o preallocation=full) vs raw, "
                   "tmpfs", qcow2_rows(binary, image, qcow2))
+            table("allocating writes: a new qcow2 vs a sparse raw file, "
+                  "tmpfs, 1 GiB once over",
+                  alloc_rows(binary, "/dev/shm", 1 << 30))
+            table("allocating writes on a disk (/var/tmp), 256 MiB once "
+                  "over: what the flushes cost",
+                  alloc_rows(binary, "/var/tmp", 256 << 20))
         else:
             print("qemu-img is not installed: no qcow2 figures\n")
         made.append(disk)

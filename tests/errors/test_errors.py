@@ -331,6 +331,20 @@ def test_qcow2_backing_refused(tmp, backing, opt, words):
                           "top.qcow2", *words)
 
 
+def test_qcow2_corrupt_refused(tmp):
+    """A qcow2 whose L1 table sits on its header (a hostile image): one
+    line naming what is wrong, before anything runs."""
+    img = tmp / "d.qcow2"
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(img), "16M"],
+                   check=True)
+    with open(img, "r+b") as f:
+        f.seek(40)              # l1_table_offset
+        f.write(bytes(8))
+    assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", str(img)]),
+                          "d.qcow2", "corrupt",
+                          "the header and the L1 table overlap")
+
+
 def test_disk_empty_path():
     assert_one_line_error(run(["run", "-k", EXIT_ELF, "-d", ",ro"]),
                           "no image path")

@@ -30,6 +30,16 @@ static void make_image(struct blk_rig *r, unsigned int blocks)
 		assert_int_equal(write(fd, buf, sizeof(buf)), sizeof(buf));
 	}
 	close(fd);
+	if (r->qcow2) {
+		char cmd[512];
+
+		/* twice as large: the second half unallocated */
+		snprintf(cmd, sizeof(cmd),
+			 "qemu-img convert -O qcow2 %s %s.q && mv %s.q %s && qemu-img resize -q %s %u",
+			 r->path, r->path, r->path, r->path, r->path,
+			 blocks * 8192);
+		assert_int_equal(system(cmd), 0);
+	}
 }
 
 void blk_rig_start(struct blk_rig *r, unsigned int blocks, size_t mem_size,

@@ -18,12 +18,14 @@ struct blk_rig {
 	struct virtio_blk *blk;
 	struct virtio_queue *q;		/* queue 0, rd drives it */
 	bool direct;			/* set before start: -d IMG,direct */
+	bool qcow2;			/* set before start: a qcow2 image */
 	char path[64];
 };
 
 /*
  * A temporary image of `blocks` 4 KiB blocks, each holding its number as
- * 32-bit words all through; fake guest memory of mem_size bytes; the
+ * 32-bit words all through (raw, or qemu-img's qcow2 of it, then twice
+ * as large); fake guest memory of mem_size bytes; the
  * device up with features0 negotiated (wait_ms bounds the driver's waits).
  */
 void blk_rig_start(struct blk_rig *r, unsigned int blocks, size_t mem_size,

@@ -14,6 +14,7 @@
  * host); it must lie in the image's directory (or the user's backing-dir)
  * and be a regular file, or the open is refused in one line naming both.
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -33,36 +34,11 @@
 
 #include "lkvm/disk.h"
 #include "lkvm/util.h"
+#include "qcow2_rig.h"
 
-#define MIB		(1ULL << 20)
 #define SIZE		(64 * MIB)
 
-static char dir[64];
-static char outside[80];	/* beside dir: where the host's secrets are */
-
-/* A shell command's exit status (qemu-img's); its output to /dev/null. */
-static int sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static const char *path(const char *name)
-{
-	static char buf[4][128];
-	static unsigned int n;
-	char *p = buf[n++ % 4];
-
-	snprintf(p, sizeof(buf[0]), "%s/%s", dir, name);
-	return p;
-}
+static char outside[80];	/* beside the images: where the host's secrets are */
 
 static void open_disk(struct disk *d, const char *name, bool ro)
 {
@@ -154,9 +130,8 @@ static void check_with_qemu(const char *name, bool leaks_ok)
 
 static int setup(void **state)
 {
-	snprintf(dir, sizeof(dir), "/tmp/lkvm-test-qcow2-XXXXXX");
-	assert_non_null(mkdtemp(dir));
-	snprintf(outside, sizeof(outside), "%s-outside", dir);
+	assert_int_equal(rig_setup("qcow2"), 0);
+	snprintf(outside, sizeof(outside), "%s-outside", rig_dir());
 	assert_int_equal(mkdir(outside, 0700), 0);
 	model = calloc(1, SIZE);
 	assert_non_null(model);
@@ -165,7 +140,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	sh("rm -rf %s %s", dir, outside);
+	sh("rm -rf %s", outside);
+	rig_teardown();
 	free(model);
 	return 0;
 }
@@ -239,8 +215,8 @@ static void test_backing_file(void **state)
 
 	make_base(true);	/* the overlay reads zeroes past its end */
 	assert_int_equal(stat(path("base.raw"), &before), 0);
-	assert_int_equal(sh("cd %s && qemu-img create -q -f qcow2 -b base.raw -F raw -o compat=0.10 mid.qcow2 64M && qemu-img create -q -f qcow2 -b mid.qcow2 -F qcow2 top.qcow2 64M",
-			    dir), 0);
+	assert_int_equal(sh("qemu-img create -q -f qcow2 -b base.raw -F raw -o compat=0.10 %s 64M && qemu-img create -q -f qcow2 -b mid.qcow2 -F qcow2 %s 64M",
+			    path("mid.qcow2"), path("top.qcow2")), 0);
 	open_disk(&d, "top.qcow2", false);
 	check_reads(&d);		/* all through two levels */
 	workload(&d);			/* partial clusters: copied up */
@@ -268,6 +244,177 @@ static void test_compressed_clusters(void **state)
 	check_with_qemu("c.qcow2", false);
 }
 
+/* The header's autoclear_features field (big-endian, v3). */
+static uint64_t autoclear_of(const char *name)
+{
+	uint64_t be = 0;
+	int fd = open(path(name), O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &be, 8, 88), 8);
+	close(fd);
+	return be64toh(be);
+}
+
+/*
+ * Autoclear feature bits lkvm does not know (all of them: it keeps no
+ * bitmaps) are cleared before its first write, so that QEMU no longer
+ * trusts the persistent dirty bitmap a write made stale; not when the
+ * image is opened read-only, nor before anything is written. A bit no
+ * one knows goes the same way.
+ */
+static void test_autoclear_cleared(void **state)
+{
+	static uint8_t buf[4096];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct disk d;
+
+	assert_int_equal(sh("qemu-img create -q -f qcow2 %s 16M && qemu-img bitmap --add %s b0",
+			    path("bm.qcow2"), path("bm.qcow2")), 0);
+	assert_int_equal(autoclear_of("bm.qcow2"), 1);	/* bit 0: bitmaps */
+	assert_int_equal(sh("qemu-img info %s | grep -q 'name: b0'",
+			    path("bm.qcow2")), 0);
+	open_disk(&d, "bm.qcow2", true);
+	assert_int_equal(disk_readv(&d, &iov, 1, 0), 0);
+	disk_close(&d);
+	assert_int_equal(autoclear_of("bm.qcow2"), 1);
+	open_disk(&d, "bm.qcow2", false);
+	assert_int_equal(disk_readv(&d, &iov, 1, 0), 0);
+	assert_int_equal(autoclear_of("bm.qcow2"), 1);	/* nothing written */
+	memset(buf, 0x5a, sizeof(buf));
+	assert_int_equal(disk_writev(&d, &iov, 1, 8192), 0);
+	assert_int_equal(autoclear_of("bm.qcow2"), 0);
+	disk_close(&d);
+	/* QEMU sees the bitmap as stale now: not listed, its clusters leak */
+	assert_int_equal(sh("qemu-img info %s 2>&1 | grep -q 'lacking bitmap support'",
+			    path("bm.qcow2")), 0);
+	assert_int_not_equal(sh("qemu-img info %s 2>/dev/null | grep -q 'name: b0'",
+				path("bm.qcow2")), 0);
+	assert_int_equal(sh("qemu-img check -q %s >/dev/null 2>&1; test $? -eq 0 -o $? -eq 3",
+			    path("bm.qcow2")), 0);
+
+	/* bit 40, which no program knows, on a discard as the first write */
+	assert_int_equal(sh("qemu-img create -q -f qcow2 %s 16M && printf '\\001' | dd of=%s bs=1 seek=90 conv=notrunc status=none",
+			    path("ac.qcow2"), path("ac.qcow2")), 0);
+	assert_int_equal(autoclear_of("ac.qcow2"), 1ULL << 40);
+	open_disk(&d, "ac.qcow2", false);
+	assert_int_equal(disk_discard(&d, 0, 65536), 0);
+	disk_close(&d);
+	assert_int_equal(autoclear_of("ac.qcow2"), 0);
+	assert_int_equal(sh("qemu-img check -q %s", path("ac.qcow2")), 0);
+}
+
+/*
+ * A disk handed to its device (disk_move(), as virtio-blk takes it): its
+ * flush still syncs the image and writes the tables that waited for it,
+ * and so does its close; QEMU then reads what was written, with no leak.
+ */
+static void test_moved_disk_flushes(void **state)
+{
+	static uint8_t buf[65536];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct disk a, b;
+
+	assert_int_equal(sh("qemu-img create -q -f qcow2 %s 16M",
+			    path("mv.qcow2")), 0);
+	open_disk(&a, "mv.qcow2", false);
+	disk_move(&b, &a);
+	disk_close(&a);			/* moved away: nothing to do */
+	memset(buf, 0x3c, sizeof(buf));
+	assert_int_equal(disk_writev(&b, &iov, 1, MIB), 0);
+	assert_int_equal(disk_flush(&b), 0);
+	/* a copy of what is in the file now (lkvm holds its lock) */
+	assert_int_equal(sh("cp %s %s && qemu-io -r -c 'read -q -P 0x3c 1M 64k' %s",
+			    path("mv.qcow2"), path("mv-copy.qcow2"),
+			    path("mv-copy.qcow2")), 0);
+	assert_int_equal(disk_writev(&b, &iov, 1, 4 * MIB), 0);
+	disk_close(&b);
+	assert_int_equal(sh("qemu-img check -q %s", path("mv.qcow2")), 0);
+	assert_int_equal(sh("qemu-io -r -c 'read -q -P 0x3c 4M 64k' %s",
+			    path("mv.qcow2")), 0);
+}
+
+static uint64_t file_size(const char *name, uint64_t *blocks)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path(name), &st), 0);
+	if (blocks)
+		*blocks = st.st_blocks * 512;
+	return st.st_size;
+}
+
+/* The highest host offset qemu-img map finds data at, plus its length. */
+static uint64_t data_end(const char *name)
+{
+	char cmd[512];
+	unsigned long long end = 0, off, len;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd),
+		 "qemu-img map --output=json %s | sed -n 's/.*\"length\": \\([0-9]*\\).*\"offset\": \\([0-9]*\\).*/\\1 \\2/p'",
+		 path(name));
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fscanf(f, "%llu %llu", &len, &off) == 2)
+		end = MAX(end, off + len);
+	pclose(f);
+	return end;
+}
+
+/*
+ * Discard, then write again, over and over: the clusters the discards
+ * free are handed out again, so the file stays the size of what the
+ * guest holds (and its discarded space is punched out, not only
+ * counted free). With a flush after each discard, and without any (the
+ * releases then wait until the allocator needs them).
+ */
+static void test_freed_clusters_reused(void **state)
+{
+	static uint8_t buf[MIB];
+	struct iovec iov = { buf, sizeof(buf) };
+	uint64_t first = 0, blocks;
+
+	for (int flush = 1; flush >= 0; flush--) {
+		struct disk d;
+
+		assert_int_equal(sh("qemu-img create -q -f qcow2 %s 64M",
+				    path("re.qcow2")), 0);
+		open_disk(&d, "re.qcow2", false);
+		for (unsigned int round = 0; round < 12; round++) {
+			for (uint64_t off = 0; off < 8 * MIB; off += MIB) {
+				memset(buf, round + 1, sizeof(buf));
+				/* a different place each round */
+				assert_int_equal(disk_writev(&d, &iov, 1,
+						 (round % 4) * 16 * MIB + off),
+						 0);
+			}
+			if (round == 11)
+				break;
+			assert_int_equal(disk_discard(&d,
+						      (round % 4) * 16 * MIB,
+						      8 * MIB), 0);
+			if (flush)
+				assert_int_equal(disk_flush(&d), 0);
+			if (!round)
+				first = file_size("re.qcow2", NULL);
+			if (flush && round) {
+				/* what was discarded is a hole again */
+				file_size("re.qcow2", &blocks);
+				assert_true(blocks < 2 * MIB);
+			}
+		}
+		disk_close(&d);
+		/* 8 MiB of data, its tables: as large as after one round */
+		assert_true(file_size("re.qcow2", NULL) <= first + 2 * MIB);
+		assert_true(data_end("re.qcow2") <= first + 2 * MIB);
+		assert_int_equal(sh("qemu-img check -q %s", path("re.qcow2")), 0);
+		assert_int_equal(sh("qemu-io -r -c 'read -q -P 12 %llu 8M' %s",
+				    (unsigned long long)(11 % 4) * 16 * MIB,
+				    path("re.qcow2")), 0);
+	}
+}
+
 /* One line and no disk for each thing lkvm does not do. */
 static void test_refusals(void **state)
 {
@@ -292,8 +439,8 @@ static void test_refusals(void **state)
 			    path("gone.raw"), path("orphan.qcow2")), 0);
 	assert_true(open_fails("orphan.qcow2", DISK_FORMAT_AUTO, false));
 	/* a chain that loops back on itself */
-	assert_int_equal(sh("cd %s && qemu-img create -q -f qcow2 l1.qcow2 16M && qemu-img create -q -f qcow2 -b l1.qcow2 -F qcow2 l2.qcow2 16M && qemu-img rebase -q -u -b l2.qcow2 -F qcow2 l1.qcow2",
-			    dir), 0);
+	assert_int_equal(sh("qemu-img create -q -f qcow2 %s 16M && qemu-img create -q -f qcow2 -b l1.qcow2 -F qcow2 %s 16M && qemu-img rebase -q -u -b l2.qcow2 -F qcow2 %s",
+			    path("l1.qcow2"), path("l2.qcow2"), path("l1.qcow2")), 0);
 	assert_true(open_fails("l2.qcow2", DISK_FORMAT_AUTO, false));
 	/* format=qcow2 on what is not one; format=raw takes a qcow2 as is */
 	f = fopen(path("plain.raw"), "w");
@@ -443,7 +590,7 @@ static void make_overlay(const char *name, const char *backing,
 			 const char *fmt, const char *compat)
 {
 	assert_int_equal(sh("cd %s && qemu-img create -q -f qcow2 -o compat=%s -u -b '%s' -F %s %s 16M",
-			    dir, compat, backing, fmt ? fmt : "raw", name), 0);
+			    rig_dir(), compat, backing, fmt ? fmt : "raw", name), 0);
 	if (!fmt)
 		strip_backing_format(name);
 }
@@ -607,6 +754,9 @@ int main(void)
 		cmocka_unit_test(test_rw_versions),
 		cmocka_unit_test(test_backing_file),
 		cmocka_unit_test(test_compressed_clusters),
+		cmocka_unit_test(test_autoclear_cleared),
+		cmocka_unit_test(test_moved_disk_flushes),
+		cmocka_unit_test(test_freed_clusters_reused),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_backing_format_is_the_images_word),
 		cmocka_unit_test(test_backing_files_stay_in_the_image_directory),

@@ -21,13 +21,17 @@ $(UNIT_BINS): %: %.o $(LIBLKVM)
 # benchmarks do (blk_rig.c: the blk device over an image).
 $(BUILD)/tests/unit/test_net_tx $(BUILD)/tests/unit/test_net_rx \
 $(BUILD)/tests/unit/test_poll $(BUILD)/tests/unit/test_blk \
-$(BUILD)/tests/unit/test_blk_reset: \
+$(BUILD)/tests/unit/test_blk_reset $(BUILD)/tests/unit/test_blk_qcow2: \
 	$(BUILD)/tests/bench/ring_driver.o $(BUILD)/tests/unit/fake_vm.o
 $(BUILD)/tests/unit/test_poll $(BUILD)/tests/unit/test_blk \
-$(BUILD)/tests/unit/test_blk_reset: \
+$(BUILD)/tests/unit/test_blk_reset $(BUILD)/tests/unit/test_blk_qcow2: \
 	$(BUILD)/tests/unit/blk_rig.o
 $(BUILD)/tests/unit/test_net_tx $(BUILD)/tests/unit/test_net_rx: \
 	$(BUILD)/tests/unit/net_rig.o
+# The qcow2 tests' images and their helpers (qcow2_rig.c).
+$(BUILD)/tests/unit/test_qcow2 $(BUILD)/tests/unit/test_qcow2_check \
+$(BUILD)/tests/unit/test_qcow2_crash: \
+	$(BUILD)/tests/unit/qcow2_rig.o
 # Devices on a VM with no KVM under it (tests/unit/fake_vm.c).
 $(BUILD)/tests/unit/test_virtio_transport $(BUILD)/tests/unit/test_rtc \
 $(BUILD)/tests/unit/test_console $(BUILD)/tests/unit/test_acpi_pm \
